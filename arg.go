@@ -1,0 +1,54 @@
+package tracer
+
+import "math"
+
+// argKind says which field of an Arg holds its value.
+type argKind uint8
+
+const (
+	argString argKind = iota + 1
+	argInt
+	argUint
+	argFloat
+	argBool
+)
+
+// An Arg is one key/value pair attached to an event. It appears in the args
+// panel of Perfetto and chrome://tracing. Build one with String, Int, Int64,
+// Uint64, Float64 or Bool; the zero Arg is ignored.
+//
+// An Arg is a plain value: building one never allocates, and the tracer copies
+// it into its buffer, so the caller may reuse or discard it at once.
+type Arg struct {
+	key  string
+	str  string
+	num  uint64 // int64, uint64, float64 bits or bool, as kind says
+	kind argKind
+}
+
+// String returns an Arg holding a string value.
+func String(key, value string) Arg { return Arg{key: key, str: value, kind: argString} }
+
+// Int returns an Arg holding an integer value.
+func Int(key string, value int) Arg { return Arg{key: key, num: uint64(value), kind: argInt} }
+
+// Int64 returns an Arg holding a 64-bit integer value.
+func Int64(key string, value int64) Arg { return Arg{key: key, num: uint64(value), kind: argInt} }
+
+// Uint64 returns an Arg holding an unsigned 64-bit integer value.
+func Uint64(key string, value uint64) Arg { return Arg{key: key, num: value, kind: argUint} }
+
+// Float64 returns an Arg holding a floating-point value. JSON has no NaN or
+// infinity, so those are written as the strings "NaN", "+Inf" and "-Inf".
+func Float64(key string, value float64) Arg {
+	return Arg{key: key, num: math.Float64bits(value), kind: argFloat}
+}
+
+// Bool returns an Arg holding a boolean value.
+func Bool(key string, value bool) Arg {
+	var n uint64
+	if value {
+		n = 1
+	}
+	return Arg{key: key, num: n, kind: argBool}
+}

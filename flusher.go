@@ -1,0 +1,285 @@
+package tracer
+
+import (
+	"errors"
+	"math"
+	"strconv"
+	"time"
+
+	"go.uber.org/atomic"
+)
+
+// batchBytes is the size at which the flusher writes out what it has
+// encoded and hands the slots back to the producers, mid-flush.
+const batchBytes = 256 << 10
+
+// The flusher owns encoding and writing. It runs under Tracer.flushMu, so
+// the background goroutine, Flush and Close never drain at the same time.
+type flusher struct {
+	t       *Tracer
+	sink    sink
+	enc     encoder
+	wall    time.Time // wall clock of ts 0
+	cursors []cursor
+	scratch [maxArgs / inlineArgs]record // an event whose slots wrap around the ring end
+
+	open          openSpans
+	pending       int // events encoded in enc.buf, not yet written
+	reportedDrops uint64
+	closed        atomic.Bool
+
+	events, bytes, flushes, sinkErrors, lost, unmatched atomic.Uint64
+}
+
+// A cursor walks one ring during a flush: [pos, end) is what is left to read.
+type cursor struct {
+	r        *ring
+	pos, end uint64
+}
+
+func (f *flusher) init(t *Tracer, s sink, wall time.Time) {
+	f.t, f.sink, f.wall = t, s, wall
+	f.enc = encoder{pid: processID, base: t.base, buf: make([]byte, 0, batchBytes+64<<10)}
+}
+
+// run is the flusher goroutine. It wakes often, cheaply, to check whether a
+// ring passed its high-water mark, and flushes then or when the interval
+// has passed. Polling keeps the record path free of channel operations.
+func (t *Tracer) run() {
+	defer close(t.done)
+	poll := min(max(t.opts.flushInterval/20, time.Millisecond), 10*time.Millisecond)
+	tick := time.NewTicker(poll)
+	defer tick.Stop()
+	last := time.Now()
+	for {
+		select {
+		case <-t.stop:
+			return
+		case now := <-tick.C:
+			if now.Sub(last) < t.opts.flushInterval && !t.pastHighWater() {
+				continue
+			}
+			last = now
+			t.flushMu.Lock()
+			t.flusher.flush() // errors go to the error handler
+			t.flushMu.Unlock()
+		}
+	}
+}
+
+// pastHighWater reports whether any ring is at least half full.
+func (t *Tracer) pastHighWater() bool {
+	for _, r := range *t.rings.Load() {
+		if r != nil && r.len() >= uint64(len(r.buf)/2) {
+			return true
+		}
+	}
+	return false
+}
+
+// writeHeader writes the opening of the file: "[", the process metadata
+// with the wall-clock time of ts 0, and the drop counter at zero. Perfetto
+// recognises a JSON trace only once it sees `[{"`, so this goes out at once.
+func (f *flusher) writeHeader() error {
+	o := &f.t.opts
+	b := append(f.enc.buf[:0], "[\n"...)
+	b = append(b, `{"name":"process_name","ph":"M","pid":`...)
+	b = strconv.AppendInt(b, int64(processID), 10)
+	b = append(b, `,"tid":0,"args":{"name":`...)
+	b = appendString(b, o.processName)
+	b = append(b, `,"ts0_wall":"`...)
+	b = f.wall.UTC().AppendFormat(b, time.RFC3339Nano)
+	b = append(b, `","ts0_unix_ns":`...)
+	b = strconv.AppendInt(b, f.wall.UnixNano(), 10)
+	b = append(b, "}},\n"...)
+	if o.hasSort {
+		b = append(b, `{"name":"process_sort_index","ph":"M","pid":`...)
+		b = strconv.AppendInt(b, int64(processID), 10)
+		b = append(b, `,"tid":0,"args":{"sort_index":`...)
+		b = strconv.AppendInt(b, int64(o.processSort), 10)
+		b = append(b, "}},\n"...)
+	}
+	f.enc.buf = b
+	f.appendDropCounter(f.t.base)
+	_, err := f.sink.Write(f.enc.buf)
+	f.enc.buf = f.enc.buf[:0]
+	return err
+}
+
+// appendDropCounter writes the "tracer.dropped" counter: the number of
+// events dropped so far because a ring was full.
+func (f *flusher) appendDropCounter(ts int64) {
+	b := append(f.enc.buf, `{"name":"tracer.dropped","ph":"C","ts":`...)
+	b = appendMicros(b, ts-f.t.base)
+	b = append(b, `,"pid":`...)
+	b = strconv.AppendInt(b, int64(processID), 10)
+	b = append(b, `,"args":{"events":`...)
+	b = strconv.AppendUint(b, f.reportedDrops, 10)
+	f.enc.buf = append(b, "}},\n"...)
+}
+
+// flush writes every event published before it started.
+//
+// Ordering: each ring is sorted by record.at, the clock reading taken while
+// the writer was pinned. flush reads the clock once, as cut, and then merges
+// the rings by at, taking only records with at < cut. A goroutine that
+// moved between Ps has its events in several rings; the merge puts them in
+// the order it recorded them. Taking only at < cut is what makes that
+// order hold across flushes too: if a record with at < cut is taken, every
+// earlier record of the same goroutine was published before that
+// goroutine's clock read, hence before cut, hence before this flush loaded
+// the rings' heads, so it is taken in this flush or was in an earlier one.
+// Records at or after cut stay in their ring for the next flush.
+func (f *flusher) flush() error {
+	cut := nanotime()
+	f.cursors = f.cursors[:0]
+	for _, r := range *f.t.rings.Load() {
+		if r != nil {
+			f.cursors = append(f.cursors, cursor{r: r, pos: r.tail.Load(), end: r.loadHead()})
+		}
+	}
+	var errs error
+	for {
+		i, limit := f.nextCursor(cut)
+		if i < 0 {
+			break
+		}
+		c := &f.cursors[i]
+		for c.pos < c.end {
+			rec := &c.r.buf[c.pos&c.r.mask]
+			if rec.at >= cut || rec.at > limit {
+				break
+			}
+			c.pos += f.take(c, rec, cut)
+			if len(f.enc.buf) >= batchBytes {
+				errs = errors.Join(errs, f.write())
+			}
+		}
+	}
+	f.writeOldBegins(cut - int64(f.t.opts.flushInterval))
+	var drops uint64
+	for _, c := range f.cursors {
+		drops += c.r.dropped.Load()
+	}
+	if drops != f.reportedDrops {
+		f.reportedDrops = drops
+		f.appendDropCounter(cut)
+	}
+	return errors.Join(errs, f.write())
+}
+
+// take encodes the event whose first record is rec, at the cursor's
+// position, and returns how many slots it used. A span start followed
+// directly by its own end becomes one X event and uses both.
+func (f *flusher) take(c *cursor, rec *record, cut int64) uint64 {
+	n := slotsFor(int(rec.nargs))
+	recs := f.slots(c.r, c.pos, n)
+	switch rec.kind {
+	case kindSpan, kindBegin:
+		token := c.r.tokens[c.pos&c.r.mask].id
+		if rec.kind == kindSpan && c.pos+n < c.end {
+			next := &c.r.buf[(c.pos+n)&c.r.mask]
+			if next.kind == kindEnd && next.id == token && next.at < cut {
+				f.enc.complete(&recs[0], recs[1:], next.at-rec.at)
+				f.pending++
+				return n + 1
+			}
+		}
+		f.push(&recs[0], recs[1:], token)
+	case kindEnd:
+		f.pop(rec)
+	default:
+		f.enc.event(&recs[0], recs[1:])
+		f.pending++
+	}
+	return n
+}
+
+// nextCursor returns the cursor whose next record is the oldest one before
+// cut, and the at of the oldest next record among the others: the merge
+// takes from the first until it passes the second.
+func (f *flusher) nextCursor(cut int64) (best int, limit int64) {
+	best, bestAt, limit := -1, cut, int64(math.MaxInt64)
+	for i := range f.cursors {
+		c := &f.cursors[i]
+		if c.pos == c.end {
+			continue
+		}
+		at := c.r.buf[c.pos&c.r.mask].at
+		if at < bestAt {
+			if best >= 0 {
+				limit = bestAt
+			}
+			best, bestAt = i, at
+		} else if at < limit {
+			limit = at
+		}
+	}
+	return best, limit
+}
+
+// slots returns the n records of the event at pos, copying them only when
+// they wrap around the end of the ring.
+func (f *flusher) slots(r *ring, pos, n uint64) []record {
+	i := pos & r.mask
+	if i+n <= uint64(len(r.buf)) {
+		return r.buf[i : i+n]
+	}
+	for s := uint64(0); s < n; s++ {
+		f.scratch[s] = r.buf[(pos+s)&r.mask]
+	}
+	return f.scratch[:n]
+}
+
+// write hands the encoded batch to the sink and gives the slots read so
+// far back to the producers.
+func (f *flusher) write() error {
+	events := f.pending
+	f.pending = 0
+	var err error
+	if len(f.enc.buf) > 0 {
+		var n int
+		n, err = f.sink.Write(f.enc.buf)
+		f.bytes.Add(uint64(n))
+		f.flushes.Inc()
+		if err != nil {
+			f.sinkErrors.Inc()
+			f.lost.Add(uint64(events))
+			f.t.opts.onError(err)
+		} else {
+			f.events.Add(uint64(events))
+		}
+		f.enc.buf = f.enc.buf[:0]
+	}
+	for _, c := range f.cursors {
+		c.r.tail.Store(c.pos)
+	}
+	return err
+}
+
+// close drains the rings a last time, ends the JSON array and closes the
+// sink. The last event is the final drop counter, written without the
+// comma, so a closed file is strict JSON.
+func (f *flusher) close() error {
+	err := f.flush()
+	f.closed.Store(true)
+	f.appendDropCounter(nanotime())
+	b := f.enc.buf
+	b = append(b[:len(b)-2], "\n]\n"...) // replace the last ",\n"
+	_, werr := f.sink.Write(b)
+	f.enc.buf = b[:0]
+	return errors.Join(err, werr, f.sink.Close())
+}
+
+func (f *flusher) isClosed() bool { return f.closed.Load() }
+
+func (f *flusher) stats() Stats {
+	return Stats{
+		Events:     f.events.Load(),
+		Bytes:      f.bytes.Load(),
+		Flushes:    f.flushes.Load(),
+		SinkErrors: f.sinkErrors.Load(),
+		Lost:       f.lost.Load(),
+		Unmatched:  f.unmatched.Load(),
+	}
+}

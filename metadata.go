@@ -1,0 +1,26 @@
+package tracer
+
+// SetGoroutineName names the calling goroutine's track in the viewers
+// (thread_name metadata). Goroutines without a name show as their id.
+func SetGoroutineName(name string) { loadStd().SetGoroutineName(name) }
+
+// SetGoroutineSortIndex sets where the calling goroutine's track sits among
+// the process's tracks: lower indexes come first (thread_sort_index
+// metadata). Tracks without an index follow in id order.
+func SetGoroutineSortIndex(index int) { loadStd().SetGoroutineSortIndex(index) }
+
+// SetGoroutineName names the calling goroutine's track in t.
+func (t *Tracer) SetGoroutineName(name string) {
+	if t == nil {
+		return
+	}
+	t.record(kindThreadName, 0, name, 0, nil)
+}
+
+// SetGoroutineSortIndex sets the calling goroutine's track position in t.
+func (t *Tracer) SetGoroutineSortIndex(index int) {
+	if t == nil {
+		return
+	}
+	t.record(kindThreadSort, 0, "", uint64(index), nil)
+}

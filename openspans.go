@@ -1,0 +1,141 @@
+package tracer
+
+// Spans are recorded as two records, a start and an end, and the flusher
+// pairs them. Most spans are short and their end is the very next record in
+// the same ring, which the flusher pairs on the spot into one X event.
+// Other starts wait in their goroutine's stack of open spans here, copied
+// out of the ring so their slots can be reused.
+//
+// A start older than one flush interval when a flush ends is written as a B
+// event right away, so a killed process shows what it was doing; its end
+// then becomes an E. Writing B events only for a bottom run of a stack,
+// outermost first, keeps the B/E events of a track properly nested in file
+// order, which chrome://tracing requires.
+
+// An openSpan is a started span whose end has not been seen yet.
+type openSpan struct {
+	start   record
+	cont    []record // continuation records, for spans with many args
+	token   uint64   // the spanToken id its end will carry
+	written bool     // its B event is in the file
+}
+
+// openSpans holds the open spans of every goroutine that has one.
+type openSpans struct {
+	stacks map[uint64]*[]openSpan
+	free   []*[]openSpan // empty stacks kept for reuse
+	// The last goroutine looked up: its events tend to come in runs.
+	lastGid   uint64
+	lastStack *[]openSpan
+}
+
+func (o *openSpans) stack(gid uint64, create bool) *[]openSpan {
+	if o.lastStack != nil && o.lastGid == gid {
+		return o.lastStack
+	}
+	s := o.stacks[gid]
+	if s == nil {
+		if !create {
+			return nil
+		}
+		if n := len(o.free); n > 0 {
+			s, o.free = o.free[n-1], o.free[:n-1]
+		} else {
+			s = new([]openSpan)
+		}
+		if o.stacks == nil {
+			o.stacks = map[uint64]*[]openSpan{}
+		}
+		o.stacks[gid] = s
+	}
+	o.lastGid, o.lastStack = gid, s
+	return s
+}
+
+// release drops gid's stack once it is empty, so a million short-lived
+// goroutines leave nothing behind.
+func (o *openSpans) release(gid uint64, s *[]openSpan) {
+	if len(*s) > 0 {
+		return
+	}
+	delete(o.stacks, gid)
+	if len(o.free) < 64 {
+		o.free = append(o.free, s)
+	}
+	if o.lastStack == s {
+		o.lastStack = nil
+	}
+}
+
+// push records a start whose end is not in sight. An eager start (Begin)
+// is written as B at once, after the open spans below it.
+func (f *flusher) push(r *record, cont []record, token uint64) {
+	s := f.open.stack(r.gid, true)
+	*s = append(*s, openSpan{start: *r, token: token})
+	top := &(*s)[len(*s)-1]
+	if len(cont) > 0 {
+		top.cont = append([]record(nil), cont...)
+	}
+	if r.kind == kindBegin {
+		f.writeBegins(*s, int64(1)<<62)
+	}
+}
+
+// writeBegins writes B events for the spans of s that started before
+// before, from the bottom up, stopping at the first younger one.
+func (f *flusher) writeBegins(s []openSpan, before int64) {
+	for i := range s {
+		o := &s[i]
+		if o.written {
+			continue
+		}
+		if o.start.at >= before {
+			return
+		}
+		f.enc.begin(&o.start, o.cont)
+		o.written = true
+		f.pending++
+	}
+}
+
+// pop pairs an end record with its start. Spans above it in the stack whose
+// ends were dropped (a full ring) are closed at the same time if their B is
+// already in the file, and forgotten otherwise. An end that matches nothing
+// (ended twice, or on another goroutine) is counted.
+func (f *flusher) pop(end *record) {
+	s := f.open.stack(end.gid, false)
+	if s == nil {
+		f.unmatched.Inc()
+		return
+	}
+	st := *s
+	i := len(st) - 1
+	for i >= 0 && st[i].token != end.id {
+		i--
+	}
+	if i < 0 {
+		f.unmatched.Inc()
+		return
+	}
+	for j := len(st) - 1; j >= i; j-- {
+		o := &st[j]
+		switch {
+		case o.written:
+			f.enc.end(&o.start, end.at)
+			f.pending++
+		case j == i:
+			f.enc.complete(&o.start, o.cont, end.at-o.start.at)
+			f.pending++
+		}
+		st[j] = openSpan{} // let the strings go
+	}
+	*s = st[:i]
+	f.open.release(end.gid, s)
+}
+
+// writeOldBegins writes B events for every span open since before.
+func (f *flusher) writeOldBegins(before int64) {
+	for _, s := range f.open.stacks {
+		f.writeBegins(*s, before)
+	}
+}

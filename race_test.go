@@ -1,0 +1,5 @@
+//go:build race
+
+package tracer
+
+const raceEnabled = true

@@ -1,0 +1,68 @@
+package tracer
+
+// nop is what recording calls return when tracing is off.
+func nop() {}
+
+// Span starts a span on the calling goroutine's track and returns the
+// function that ends it. The usual form measures the rest of the function:
+//
+//	defer tracer.Span("decode", tracer.Int("bytes", n))()
+//
+// Spans nest on their goroutine's track. Call the returned function once,
+// on the goroutine that started the span. A span that ends within a flush
+// interval is written as one complete ("X") event; one still open when a
+// flush comes and older than the flush interval is written as a begin
+// ("B") event at once and an end ("E") event later, so a crash in the
+// middle of long work still shows what was running.
+//
+// Span allocates nothing, on or off: the returned function is made in
+// advance, one per ring slot. When the default tracer is not running, or
+// its buffer is full, Span returns a no-op function.
+func Span(name string, args ...Arg) func() {
+	if t := (*Tracer)(std.Load()); t != nil {
+		return t.startSpan(name, args)
+	}
+	return nop
+}
+
+// Span starts a span on t; see the package-level Span.
+func (t *Tracer) Span(name string, args ...Arg) func() {
+	if t == nil {
+		return nop
+	}
+	return t.startSpan(name, args)
+}
+
+// Begin is Span for work whose start must reach the file at the next flush,
+// however short it turns out: it is always written as a begin ("B") event
+// and an end ("E") event carrying the same name (Chrome's DevTools needs
+// it). It costs one event more in the file than a short Span.
+func Begin(name string, args ...Arg) func() {
+	if t := (*Tracer)(std.Load()); t != nil {
+		return t.startBegin(name, args)
+	}
+	return nop
+}
+
+// Begin starts a span on t that is written as B and E; see the
+// package-level Begin.
+func (t *Tracer) Begin(name string, args ...Arg) func() {
+	if t == nil {
+		return nop
+	}
+	return t.startBegin(name, args)
+}
+
+// startSpan and startBegin record the start of a span. Their short
+// parameter lists keep Span and Begin within the inliner's budget, so that
+// when tracing is off they cost one atomic load and a branch in the caller.
+//
+//go:noinline
+func (t *Tracer) startSpan(name string, args []Arg) func() {
+	return t.record(kindSpan, 0, name, 0, args)
+}
+
+//go:noinline
+func (t *Tracer) startBegin(name string, args []Arg) func() {
+	return t.record(kindBegin, 0, name, 0, args)
+}

@@ -1,0 +1,431 @@
+package tracer
+
+import (
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func newTestTracer(t *testing.T, opts ...Option) (*Tracer, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "trace.json")
+	tr, err := New(path, opts...)
+	require.NoError(t, err)
+	t.Cleanup(func() { tr.Close() })
+	return tr, path
+}
+
+func find(t testing.TB, evs []event, ph, name string) event {
+	t.Helper()
+	for _, e := range evs {
+		if e.Ph == ph && e.Name == name {
+			return e
+		}
+	}
+	require.Failf(t, "event not found", "no %s event named %q", ph, name)
+	return event{}
+}
+
+func TestRoundTripEveryKind(t *testing.T) {
+	tr, path := newTestTracer(t, WithProcessName("round-trip"), WithProcessSortIndex(3))
+	tr.SetGoroutineName("main goroutine")
+	tr.SetGoroutineSortIndex(-1)
+	end := tr.Span("outer",
+		String("s", "v"), Int("i", -3), Int64("i64", math.MinInt64), Uint64("u", math.MaxUint64),
+		Float64("f", 1.5), Bool("b", true))
+	endB := tr.Begin("region", Int("n", 1))
+	tr.Instant("thread instant", String("why", "test"))
+	tr.InstantProcess("process instant")
+	tr.InstantGlobal("global instant")
+	endB()
+	end()
+	require.NoError(t, tr.Close())
+
+	evs := readClosed(t, path)
+	gid := goroutineID()
+	pid := os.Getpid()
+
+	meta := find(t, evs, "M", "process_name")
+	assert.Equal(t, "round-trip", meta.Args["name"])
+	wall, err := time.Parse(time.RFC3339Nano, meta.Args["ts0_wall"].(string))
+	require.NoError(t, err)
+	assert.WithinDuration(t, time.Now(), wall, time.Minute)
+	assert.Equal(t, 3.0, find(t, evs, "M", "process_sort_index").Args["sort_index"])
+	tn := find(t, evs, "M", "thread_name")
+	assert.Equal(t, "main goroutine", tn.Args["name"])
+	assert.Equal(t, gid, tn.Tid)
+	assert.Equal(t, -1.0, find(t, evs, "M", "thread_sort_index").Args["sort_index"])
+
+	// A Begin inside a Span makes the Span a B/E pair too, so that B and E
+	// events nest in file order.
+	x, xe := find(t, evs, "B", "outer"), find(t, evs, "E", "outer")
+	assert.Equal(t, pid, x.Pid)
+	assert.Equal(t, gid, x.Tid)
+	assert.Equal(t, map[string]any{
+		"s": "v", "i": -3.0, "i64": float64(math.MinInt64), "u": float64(math.MaxUint64), "f": 1.5, "b": true,
+	}, x.Args)
+
+	b, e := find(t, evs, "B", "region"), find(t, evs, "E", "region")
+	assert.Equal(t, map[string]any{"n": 1.0}, b.Args)
+	assert.LessOrEqual(t, b.Ts, e.Ts)
+	assert.GreaterOrEqual(t, b.Ts, x.Ts)
+	assert.LessOrEqual(t, e.Ts, xe.Ts)
+
+	for name, scope := range map[string]string{"thread instant": "t", "process instant": "p", "global instant": "g"} {
+		assert.Equal(t, scope, find(t, evs, "i", name).S, name)
+	}
+	checkTracks(t, evs)
+
+	st := tr.Stats()
+	assert.EqualValues(t, 9, st.Events, "2 B, 2 E, 3 instants, 2 thread metadata")
+	assert.EqualValues(t, len(evs), st.Events+4, "plus process name and sort index, and the drop counter at start and end")
+	assert.Zero(t, st.Dropped+st.Late+st.Lost+st.Unmatched)
+}
+
+func TestTimestampsAreMicrosecondsFromStart(t *testing.T) {
+	tr, path := newTestTracer(t)
+	time.Sleep(2 * time.Millisecond)
+	end := tr.Span("sleep")
+	time.Sleep(3 * time.Millisecond)
+	end()
+	require.NoError(t, tr.Close())
+	x := find(t, readClosed(t, path), "X", "sleep")
+	assert.Greater(t, x.Ts, 2000.0)
+	assert.Less(t, x.Ts, 1e6)
+	assert.Greater(t, x.Dur, 3000.0)
+	assert.Less(t, x.Dur, 1e6)
+}
+
+func TestLongSpanIsWrittenBeforeItEnds(t *testing.T) {
+	tr, path := newTestTracer(t, WithFlushInterval(5*time.Millisecond))
+	end := tr.Span("long", Int("k", 1))
+	short := tr.Span("short")
+	short()
+	time.Sleep(30 * time.Millisecond)
+	require.NoError(t, tr.Flush())
+
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	evs := readCrashed(t, data)
+	b := find(t, evs, "B", "long")
+	assert.Equal(t, map[string]any{"k": 1.0}, b.Args)
+	find(t, evs, "X", "short")
+
+	end()
+	require.NoError(t, tr.Close())
+	evs = readClosed(t, path)
+	find(t, evs, "E", "long")
+	assert.Empty(t, byPhase(evs, "X")[1:], "the long span must not also be an X")
+	checkTracks(t, evs)
+}
+
+func TestNestingAcrossManyGoroutines(t *testing.T) {
+	tr, path := newTestTracer(t, WithBufferSize(1<<16))
+	const goroutines, depth, reps = 16, 6, 50
+	var wg sync.WaitGroup
+	for g := 0; g < goroutines; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var nest func(d int)
+			nest = func(d int) {
+				if d <= 0 {
+					return
+				}
+				if d%2 == 0 {
+					defer tr.Span("span")()
+				} else {
+					defer tr.Begin("begin")()
+				}
+				nest(d - 1)
+				runtime.Gosched()
+				nest(d - 2)
+			}
+			for i := 0; i < reps; i++ {
+				nest(depth)
+			}
+		}()
+	}
+	wg.Wait()
+	require.NoError(t, tr.Close())
+	evs := readClosed(t, path)
+	tracks := checkTracks(t, evs)
+	assert.Len(t, tracks, goroutines)
+	st := tr.Stats()
+	require.Zero(t, st.Dropped, "the buffer is sized for this test")
+	assert.Zero(t, st.Unmatched)
+	total := 0
+	for _, ivs := range tracks {
+		total += len(ivs)
+	}
+	// nest(d) records calls(d) = 1 + calls(d-1) + calls(d-2) spans.
+	calls := []int{0, 1, 2}
+	for d := 3; d <= depth; d++ {
+		calls = append(calls, 1+calls[d-1]+calls[d-2])
+	}
+	assert.Equal(t, goroutines*reps*calls[depth], total)
+}
+
+// TestBeginEndOrderWhileMigrating moves goroutines between Ps in the middle
+// of their spans: their B and E events sit in different rings, and must
+// still reach the file in order.
+func TestBeginEndOrderWhileMigrating(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	tr, path := newTestTracer(t, WithFlushInterval(time.Millisecond), WithBufferSize(1<<14))
+	var wg sync.WaitGroup
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 300; i++ {
+				end := tr.Begin("outer")
+				runtime.Gosched()
+				inner := tr.Begin("inner")
+				time.Sleep(time.Duration(i%3) * 10 * time.Microsecond)
+				inner()
+				runtime.Gosched()
+				end()
+			}
+		}()
+	}
+	wg.Wait()
+	require.NoError(t, tr.Close())
+	evs := readClosed(t, path)
+	checkTracks(t, evs)
+	assert.Len(t, byPhase(evs, "B"), 8*300*2)
+	assert.Len(t, byPhase(evs, "E"), 8*300*2)
+	assert.Zero(t, tr.Stats().Dropped)
+}
+
+func TestCloseWhileRecording(t *testing.T) {
+	tr, path := newTestTracer(t)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				end := tr.Span("work")
+				tr.Instant("tick")
+				end()
+			}
+		}()
+	}
+	time.Sleep(20 * time.Millisecond)
+	require.NoError(t, tr.Close())
+	time.Sleep(5 * time.Millisecond)
+	close(stop)
+	wg.Wait()
+	require.NoError(t, tr.Close(), "Close is idempotent")
+	assert.ErrorIs(t, tr.Flush(), ErrClosed)
+
+	evs := readClosed(t, path)
+	checkTracks(t, evs)
+	st := tr.Stats()
+	assert.Greater(t, st.Late, uint64(0), "events after Close are counted")
+	internal := 1 + len(byPhase(evs, "C")) // process_name and the drop counters
+	assert.EqualValues(t, len(evs), int(st.Events)+internal, "every event written is counted")
+}
+
+func TestFullBufferDropsAndCounts(t *testing.T) {
+	tr, path := newTestTracer(t, WithBufferSize(64), WithFlushInterval(10*time.Second))
+	for i := 0; i < 1000; i++ {
+		tr.Instant("flood")
+	}
+	st := tr.Stats()
+	require.Greater(t, st.Dropped, uint64(0))
+	require.NoError(t, tr.Close())
+	evs := readClosed(t, path)
+	assert.EqualValues(t, 1000-st.Dropped, len(byPhase(evs, "i")))
+	counters := byPhase(evs, "C")
+	last := counters[len(counters)-1]
+	assert.Equal(t, "tracer.dropped", last.Name)
+	assert.EqualValues(t, st.Dropped, last.Args["events"])
+}
+
+func TestSpansWithManyArgs(t *testing.T) {
+	tr, path := newTestTracer(t, WithBufferSize(64))
+	var args []Arg
+	for i := 0; i < maxArgs+5; i++ {
+		args = append(args, Int(strings.Repeat("k", i+1), i))
+	}
+	// Fill most of the ring so that the multi-slot events wrap around.
+	for i := 0; i < 60; i++ {
+		tr.Instant("pad")
+	}
+	require.NoError(t, tr.Flush())
+	for n := 0; n <= maxArgs+5; n += 3 {
+		tr.Span("many", args[:n]...)()
+		require.NoError(t, tr.Flush())
+	}
+	require.Zero(t, tr.Stats().Dropped)
+	require.NoError(t, tr.Close())
+	var seen int
+	for _, e := range readClosed(t, path) {
+		if e.Name != "many" {
+			continue
+		}
+		want := min(seen*3, maxArgs)
+		assert.Len(t, e.Args, want)
+		for i := 0; i < want; i++ {
+			assert.EqualValues(t, i, e.Args[strings.Repeat("k", i+1)])
+		}
+		seen++
+	}
+	assert.Equal(t, (maxArgs+5)/3+1, seen)
+}
+
+func TestHostileStrings(t *testing.T) {
+	names := []string{
+		"", `quote " backslash \ slash /`, "ctrl \x00\x01\x1f\x7f\n\r\t", "bad utf8 \xff\xfe\xc3",
+		"emoji 🚀 and é", "\u2028\u2029", strings.Repeat("long", MaxStringLen),
+	}
+	tr, path := newTestTracer(t)
+	for _, n := range names {
+		tr.Span(n, String(n, n), Float64("nan", math.NaN()), Float64("inf", math.Inf(1)), Float64("-inf", math.Inf(-1)))()
+	}
+	require.NoError(t, tr.Close())
+	xs := byPhase(readClosed(t, path), "X")
+	require.Len(t, xs, len(names))
+	for i, n := range names {
+		want := expectString(n)
+		assert.Equal(t, want, xs[i].Name)
+		assert.Equal(t, want, xs[i].Args[want])
+		assert.Equal(t, "NaN", xs[i].Args["nan"])
+		assert.Equal(t, "+Inf", xs[i].Args["inf"])
+		assert.Equal(t, "-Inf", xs[i].Args["-inf"])
+	}
+	assert.Contains(t, xs[len(names)-1].Name, "…[truncated 12288 bytes]")
+}
+
+// expectString is what appendString should make of s once decoded:
+// invalid bytes become U+FFFD one for one, long strings are cut.
+func expectString(s string) string {
+	cut := 0
+	if len(s) > MaxStringLen {
+		n := MaxStringLen
+		for n > 0 && !utf8.RuneStart(s[n]) {
+			n--
+		}
+		cut, s = len(s)-n, s[:n]
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		b.WriteRune(r)
+		i += size
+	}
+	if cut > 0 {
+		b.WriteString("…[truncated " + itoa(cut) + " bytes]")
+	}
+	return b.String()
+}
+
+func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
+
+func FuzzAppendString(f *testing.F) {
+	for _, s := range []string{"", "a", `"\`, "\x00", "\xff", "é", "\u2028", strings.Repeat("x", MaxStringLen+1)} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		out := appendString(nil, s)
+		require.True(t, utf8.Valid(out), "output must be valid UTF-8")
+		var got string
+		require.NoError(t, json.Unmarshal(out, &got), "output must be a JSON string: %q", out)
+		require.Equal(t, expectString(s), got)
+	})
+}
+
+func TestZeroAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	tr, _ := newTestTracer(t, WithBufferSize(1<<16))
+	on := map[string]func(){
+		"Span":        func() { tr.Span("x")() },
+		"SpanTwoArgs": func() { tr.Span("x", String("k", "v"), Int("n", 1))() },
+		"Begin":       func() { tr.Begin("x", Int("n", 1))() },
+		"Instant":     func() { tr.Instant("x", Bool("b", true)) },
+	}
+	for name, f := range on {
+		assert.Zero(t, testing.AllocsPerRun(1000, f), name)
+	}
+	require.Nil(t, Default())
+	off := map[string]func(){
+		"Span":        func() { defer Span("x")() },
+		"SpanTwoArgs": func() { defer Span("x", String("k", "v"), Int("n", 1))() },
+		"Instant":     func() { Instant("x") },
+	}
+	for name, f := range off {
+		assert.Zero(t, testing.AllocsPerRun(1000, f), name+" off")
+	}
+}
+
+func TestDefaultTracer(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "default.json")
+	Span("before start")()
+	require.NoError(t, Start(path))
+	require.ErrorIs(t, Start(path), ErrStarted)
+	SetGoroutineName("main")
+	func() { defer Span("during", Int("n", 1))() }()
+	Instant("tick")
+	require.NoError(t, Flush())
+	require.NoError(t, Stop())
+	require.NoError(t, Stop(), "Stop without a running tracer is a no-op")
+	Span("after stop")()
+	evs := readClosed(t, path)
+	find(t, evs, "X", "during")
+	find(t, evs, "i", "tick")
+	assert.Len(t, byPhase(evs, "X"), 1)
+}
+
+func TestNilTracerIsANoOp(t *testing.T) {
+	var tr *Tracer
+	tr.Span("x")()
+	tr.Begin("x")()
+	tr.Instant("x")
+	tr.SetGoroutineName("x")
+	assert.NoError(t, tr.Flush())
+	assert.NoError(t, tr.Close())
+	assert.Equal(t, Stats{}, tr.Stats())
+}
+
+func TestNewErrors(t *testing.T) {
+	_, err := New(filepath.Join(t.TempDir(), "no", "such", "dir", "t.json"))
+	assert.ErrorIs(t, err, os.ErrNotExist)
+	dir := t.TempDir()
+	for _, opt := range []Option{WithBufferSize(0), WithBufferSize(1 << 30), WithFlushInterval(0), WithErrorHandler(nil)} {
+		_, err := New(filepath.Join(dir, "t.json"), opt)
+		assert.Error(t, err)
+	}
+}
+
+func TestGoroutineIDMatchesRuntime(t *testing.T) {
+	verifyGoid()
+	require.True(t, goidFast, "goid.Get must agree with runtime.Stack on this Go version")
+	var wg sync.WaitGroup
+	for i := 0; i < 10; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			assert.Equal(t, stackGoroutineID(), goroutineID())
+		}()
+	}
+	wg.Wait()
+}
