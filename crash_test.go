@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -29,26 +30,33 @@ func TestCrashChild(t *testing.T) {
 	if path == "" {
 		t.Skip("helper process for TestCrashSIGKILL")
 	}
-	tr, err := New(path, WithFlushInterval(20*time.Millisecond), WithBufferSize(1<<14))
+	tr, err := New(path, WithFlushInterval(20*time.Millisecond), WithBufferSize(1<<16))
 	require.NoError(t, err)
 	var ended [crashWorkers]atomic.Int64
+	var started sync.WaitGroup
+	started.Add(crashWorkers)
 	for w := range crashWorkers {
 		ended[w].Store(-1)
 		go func() {
 			tr.SetGoroutineName(fmt.Sprintf("worker %d", w))
 			defer tr.Span("worker lifetime")() // never ends: must show as B
+			started.Done()
 			for seq := 0; ; seq++ {
 				outer := tr.Span("job", Int("w", w), Int("seq", seq))
 				tr.Span("step")()
 				tr.Instant("mark")
 				outer()
 				ended[w].Store(int64(seq))
-				if seq%50 == 0 {
-					time.Sleep(200 * time.Microsecond)
+				if seq%10 == 0 {
+					time.Sleep(time.Millisecond) // a pace the flusher keeps up with on a loaded machine
 				}
 			}
 		}()
 	}
+	// Report flushes only once the lifetime spans are older than a flush
+	// interval, so that every report promises their B events.
+	started.Wait()
+	time.Sleep(40 * time.Millisecond)
 	for {
 		var snap []string
 		for w := range crashWorkers {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 
 	"go.uber.org/atomic"
@@ -24,7 +25,8 @@ type flusher struct {
 	scratch [maxArgs / inlineArgs]record // an event whose slots wrap around the ring end
 
 	open          openSpans
-	pending       int // events encoded in enc.buf, not yet written
+	pages         *pageAligner // nil unless the sink is a file
+	pending       int          // events encoded in enc.buf, not yet written
 	reportedDrops uint64
 	closed        atomic.Bool
 
@@ -99,11 +101,28 @@ func (f *flusher) writeHeader() error {
 		b = strconv.AppendInt(b, int64(o.processSort), 10)
 		b = append(b, "}},\n"...)
 	}
+	if len(o.labels) > 0 {
+		b = append(b, `{"name":"process_labels","ph":"M","pid":`...)
+		b = strconv.AppendInt(b, int64(processID), 10)
+		b = append(b, `,"tid":0,"args":{"labels":`...)
+		b = appendString(b, strings.Join(o.labels, ","))
+		b = append(b, "}},\n"...)
+	}
 	f.enc.buf = b
 	f.appendDropCounter(f.t.base)
-	_, err := f.sink.Write(f.enc.buf)
+	_, err := f.sinkWrite(f.enc.buf)
 	f.enc.buf = f.enc.buf[:0]
 	return err
+}
+
+// sinkWrite writes whole lines to the sink, page-aligned for a file.
+func (f *flusher) sinkWrite(b []byte) (int, error) {
+	if f.pages == nil {
+		return f.sink.Write(b)
+	}
+	n, err := f.sink.Write(f.pages.align(b))
+	f.pages.wrote(n)
+	return n, err
 }
 
 // appendDropCounter writes the "tracer.dropped" counter: the number of
@@ -239,7 +258,7 @@ func (f *flusher) write() error {
 	var err error
 	if len(f.enc.buf) > 0 {
 		var n int
-		n, err = f.sink.Write(f.enc.buf)
+		n, err = f.sinkWrite(f.enc.buf)
 		f.bytes.Add(uint64(n))
 		f.flushes.Inc()
 		if err != nil {
@@ -266,7 +285,7 @@ func (f *flusher) close() error {
 	f.appendDropCounter(nanotime())
 	b := f.enc.buf
 	b = append(b[:len(b)-2], "\n]\n"...) // replace the last ",\n"
-	_, werr := f.sink.Write(b)
+	_, werr := f.sinkWrite(b)
 	f.enc.buf = b[:0]
 	return errors.Join(err, werr, f.sink.Close())
 }

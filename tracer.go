@@ -64,10 +64,11 @@ type Tracer struct {
 	opts options
 	base int64 // nanotime of ts 0
 
-	recording atomic.Bool   // false once Close began: events are refused
-	lateDrops atomic.Uint64 // events refused because the tracer was closed
-	rings     atomic.Pointer[rings]
-	ringsMu   sync.Mutex // serialises addRing only
+	recording  atomic.Bool                    // false once Close began: events are refused
+	categories atomic.Pointer[categoryFilter] // nil: every category is recorded
+	lateDrops  atomic.Uint64                  // events refused because the tracer was closed
+	rings      atomic.Pointer[rings]
+	ringsMu    sync.Mutex // serialises addRing only
 
 	flushMu sync.Mutex // serialises flushes: flusher, Flush and Close
 	flusher flusher    // guarded by flushMu
@@ -106,7 +107,7 @@ func New(path string, opts ...Option) (*Tracer, error) {
 	if err != nil {
 		return nil, err
 	}
-	t, err := newTracer(s, o)
+	t, err := newTracer(s, o, &pageAligner{})
 	if err != nil {
 		s.Close()
 		return nil, err
@@ -114,7 +115,9 @@ func New(path string, opts ...Option) (*Tracer, error) {
 	return t, nil
 }
 
-func newTracer(s sink, o options) (*Tracer, error) {
+// newTracer starts a tracer writing to s. pages is non-nil when s is a
+// file, to keep page boundaries on event boundaries.
+func newTracer(s sink, o options, pages *pageAligner) (*Tracer, error) {
 	verifyGoid()
 	if o.onError == nil {
 		o.onError = printErrorOnce()
@@ -126,9 +129,11 @@ func newTracer(s sink, o options) (*Tracer, error) {
 	}
 	empty := rings{}
 	t.rings.Store(&empty)
+	t.categories.Store(o.categories)
 	wall := time.Now()
 	t.base = nanotime()
 	t.flusher.init(t, s, wall)
+	t.flusher.pages = pages
 	if err := t.flusher.writeHeader(); err != nil {
 		return nil, fmt.Errorf("tracer: writing trace header: %w", err)
 	}
