@@ -11,6 +11,8 @@ const (
 	argUint
 	argFloat
 	argBool
+	argCategory // not an arg: the event's "cat", see Category
+	argScope    // not an arg: an async or flow event's "scope", see Scope
 )
 
 // An Arg is one key/value pair attached to an event. It appears in the args

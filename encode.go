@@ -39,22 +39,57 @@ func (e *encoder) event(r *record, cont []record) {
 		b = strconv.AppendInt(b, int64(r.id), 10)
 		e.buf = append(b, "}},\n"...)
 	case kindInstant:
-		b = e.appendHead(b, r.name, 'i', r.at)
+		b = e.appendHead(b, r, 'i', r.at)
 		b = append(b, `,"s":"`...)
 		b = append(b, r.flags, '"')
 		b = e.appendIDs(b, r.gid)
 		e.buf = appendTail(b, r, cont)
 	case kindCounter:
-		b = e.appendHead(b, r.name, 'C', r.at)
+		b = e.appendHead(b, r, 'C', r.at)
 		b = append(b, `,"pid":`...)
 		b = strconv.AppendInt(b, int64(e.pid), 10)
+		e.buf = appendTail(b, r, cont)
+	case kindAsyncBegin, kindAsyncInstant, kindAsyncEnd:
+		// id2.local puts the async track under this process in Perfetto;
+		// a plain id would land on a global track.
+		b = e.appendHead(b, r, asyncPhase[r.kind-kindAsyncBegin], r.at)
+		b = e.appendIDs(b, r.gid)
+		b = append(b, `,"id2":{"local":"0x`...)
+		b = strconv.AppendUint(b, r.id, 16)
+		b = append(b, `"}`...)
+		b = appendScope(b, r)
+		e.buf = appendTail(b, r, cont)
+	case kindFlowStart, kindFlowStep, kindFlowEnd:
+		b = e.appendHead(b, r, flowPhase[r.kind-kindFlowStart], r.at)
+		b = e.appendIDs(b, r.gid)
+		b = append(b, `,"id":`...)
+		b = strconv.AppendUint(b, r.id, 10)
+		if r.kind == kindFlowEnd {
+			// Bind to the enclosing slice, like s and t, rather than
+			// to the next slice that begins after it.
+			b = append(b, `,"bp":"e"`...)
+		}
+		b = appendScope(b, r)
 		e.buf = appendTail(b, r, cont)
 	}
 }
 
+var (
+	asyncPhase = [...]byte{'b', 'n', 'e'}
+	flowPhase  = [...]byte{'s', 't', 'f'}
+)
+
+func appendScope(b []byte, r *record) []byte {
+	if r.scope == 0 {
+		return b
+	}
+	b = append(b, `,"scope":`...)
+	return appendString(b, scopes.name(r.scope))
+}
+
 // complete appends the X event of a span that started with r and lasted dur.
 func (e *encoder) complete(r *record, cont []record, dur int64) {
-	b := e.appendHead(e.buf, r.name, 'X', r.at)
+	b := e.appendHead(e.buf, r, 'X', r.at)
 	b = append(b, `,"dur":`...)
 	b = appendMicros(b, dur)
 	b = e.appendIDs(b, r.gid)
@@ -63,22 +98,27 @@ func (e *encoder) complete(r *record, cont []record, dur int64) {
 
 // begin appends the B event of a span that started with r.
 func (e *encoder) begin(r *record, cont []record) {
-	b := e.appendHead(e.buf, r.name, 'B', r.at)
+	b := e.appendHead(e.buf, r, 'B', r.at)
 	b = e.appendIDs(b, r.gid)
 	e.buf = appendTail(b, r, cont)
 }
 
 // end appends the E event, at time at, of the span that began with r.
 func (e *encoder) end(r *record, at int64) {
-	b := e.appendHead(e.buf, r.name, 'E', at)
+	b := e.appendHead(e.buf, r, 'E', at)
 	b = e.appendIDs(b, r.gid)
 	e.buf = append(b, "},\n"...)
 }
 
-// appendHead starts an event: name, phase and timestamp.
-func (e *encoder) appendHead(b []byte, name string, ph byte, at int64) []byte {
+// appendHead starts the event recorded as r: name, category, phase and
+// timestamp.
+func (e *encoder) appendHead(b []byte, r *record, ph byte, at int64) []byte {
 	b = append(b, `{"name":`...)
-	b = appendString(b, name)
+	b = appendString(b, r.name)
+	if r.cat != 0 {
+		b = append(b, `,"cat":`...)
+		b = appendString(b, categories.name(r.cat))
+	}
 	b = append(b, `,"ph":"`...)
 	b = append(b, ph)
 	b = append(b, `","ts":`...)
@@ -92,17 +132,25 @@ func (e *encoder) appendIDs(b []byte, gid uint64) []byte {
 	return strconv.AppendUint(b, gid, 10)
 }
 
-// appendTail ends an event with its args, inline and continued.
+// appendTail ends an event with its args, inline and continued. Category
+// and scope args are not args: appendHead and appendScope wrote them.
 func appendTail(b []byte, r *record, cont []record) []byte {
-	if r.nargs > 0 {
-		b = append(b, `,"args":{`...)
-		for i := 0; i < int(r.nargs); i++ {
-			a := &r.args[i%inlineArgs]
-			if i >= inlineArgs {
-				a = &cont[i/inlineArgs-1].args[i%inlineArgs]
-			}
-			b = appendArg(b, a, i == 0)
+	first := true
+	for i := 0; i < int(r.nargs); i++ {
+		a := &r.args[i%inlineArgs]
+		if i >= inlineArgs {
+			a = &cont[i/inlineArgs-1].args[i%inlineArgs]
 		}
+		if a.kind >= argCategory {
+			continue
+		}
+		if first {
+			b = append(b, `,"args":{`...)
+		}
+		b = appendArg(b, a, first)
+		first = false
+	}
+	if !first {
 		b = append(b, '}')
 	}
 	return append(b, "},\n"...)

@@ -11,15 +11,27 @@ const (
 
 // Instant records a moment on the calling goroutine's track, for example a
 // cache miss or a retry.
-func Instant(name string, args ...Arg) { loadStd().Instant(name, args...) }
+func Instant(name string, args ...Arg) {
+	if t := loadStd(); t != nil {
+		t.instant(scopeThread, name, args)
+	}
+}
 
-// InstantProcess records a moment that concerns the whole process, drawn as
-// a line across all of its tracks.
-func InstantProcess(name string, args ...Arg) { loadStd().InstantProcess(name, args...) }
+// InstantProcess records a moment that concerns the whole process, drawn on
+// the process's own track.
+func InstantProcess(name string, args ...Arg) {
+	if t := loadStd(); t != nil {
+		t.instant(scopeProcess, name, args)
+	}
+}
 
-// InstantGlobal records a moment that concerns the whole trace, drawn as a
-// line across every process in the view.
-func InstantGlobal(name string, args ...Arg) { loadStd().InstantGlobal(name, args...) }
+// InstantGlobal records a moment that concerns the whole trace, drawn on a
+// track of its own above every process.
+func InstantGlobal(name string, args ...Arg) {
+	if t := loadStd(); t != nil {
+		t.instant(scopeGlobal, name, args)
+	}
+}
 
 // Instant records a thread-scoped instant on t; see the package-level Instant.
 func (t *Tracer) Instant(name string, args ...Arg) { t.instant(scopeThread, name, args) }
@@ -30,9 +42,13 @@ func (t *Tracer) InstantProcess(name string, args ...Arg) { t.instant(scopeProce
 // InstantGlobal records a global instant on t.
 func (t *Tracer) InstantGlobal(name string, args ...Arg) { t.instant(scopeGlobal, name, args) }
 
+// instant is kept out of line so that the package-level functions inline to
+// one atomic load and a branch when tracing is off.
+//
+//go:noinline
 func (t *Tracer) instant(scope uint8, name string, args []Arg) {
 	if t == nil {
 		return
 	}
-	t.record(kindInstant, scope, name, 0, args)
+	t.record(kindInstant, scope, catScope{}, name, 0, args)
 }

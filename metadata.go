@@ -14,7 +14,7 @@ func (t *Tracer) SetGoroutineName(name string) {
 	if t == nil {
 		return
 	}
-	t.record(kindThreadName, 0, name, 0, nil)
+	t.record(kindThreadName, 0, catScope{}, name, 0, nil)
 }
 
 // SetGoroutineSortIndex sets the calling goroutine's track position in t.
@@ -22,5 +22,5 @@ func (t *Tracer) SetGoroutineSortIndex(index int) {
 	if t == nil {
 		return
 	}
-	t.record(kindThreadSort, 0, "", uint64(index), nil)
+	t.record(kindThreadSort, 0, catScope{}, "", uint64(index), nil)
 }

@@ -28,6 +28,8 @@ type options struct {
 	processSort   int
 	hasSort       bool
 	onError       func(error)
+	categories    *categoryFilter
+	labels        []string
 }
 
 func defaultOptions() options {
@@ -83,6 +85,15 @@ func WithProcessName(name string) Option {
 func WithProcessSortIndex(index int) Option {
 	return func(o *options) error {
 		o.processSort, o.hasSort = index, true
+		return nil
+	}
+}
+
+// WithProcessLabels attaches labels to this process, shown next to its name
+// by chrome://tracing (process_labels metadata; Perfetto ignores them).
+func WithProcessLabels(labels ...string) Option {
+	return func(o *options) error {
+		o.labels = append(o.labels, labels...)
 		return nil
 	}
 }

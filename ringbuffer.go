@@ -23,14 +23,20 @@ func procUnpin()
 type kind uint8
 
 const (
-	kindSpan       kind = iota + 1 // start of a span: becomes X, or B if it stays open
-	kindBegin                      // start of a span written as B at once
-	kindEnd                        // end of the span whose token is in id
-	kindInstant                    // i, scope in record.flags
-	kindCounter                    // C, one series per arg
-	kindThreadName                 // M thread_name
-	kindThreadSort                 // M thread_sort_index, value in id
-	kindArgs                       // continuation: more args of the record before it
+	kindSpan         kind = iota + 1 // start of a span: becomes X, or B if it stays open
+	kindBegin                        // start of a span written as B at once
+	kindEnd                          // end of the span whose token is in id
+	kindInstant                      // i, scope in record.flags
+	kindCounter                      // C, one series per arg
+	kindThreadName                   // M thread_name
+	kindThreadSort                   // M thread_sort_index, value in id
+	kindAsyncBegin                   // b, async id in id
+	kindAsyncInstant                 // n
+	kindAsyncEnd                     // e
+	kindFlowStart                    // s, flow id in id
+	kindFlowStep                     // t
+	kindFlowEnd                      // f, bound to the enclosing slice
+	kindArgs                         // continuation: more args of the record before it
 )
 
 // inlineArgs is how many args a record holds itself. Events with more args
@@ -49,10 +55,15 @@ type record struct {
 	id    uint64 // kind-specific number (sort index, async or flow id)
 	name  string
 	kind  kind
-	flags uint8 // instant scope
-	nargs uint8 // args of the whole event, inline and in continuations
+	flags uint8  // instant scope
+	nargs uint8  // args of the whole event, inline and in continuations
+	cat   uint16 // category id, 0 for none
+	scope uint16 // async/flow scope id, 0 for none
 	args  [inlineArgs]Arg
 }
+
+// catScope is the category and scope of an event, as registry ids.
+type catScope struct{ cat, scope uint16 }
 
 // slotsFor returns how many ring slots an event with n args occupies.
 func slotsFor(n int) uint64 {
@@ -101,7 +112,7 @@ type spanToken struct {
 }
 
 // end records the end of the span that started in the token's slot.
-func (s *spanToken) end() { s.t.record(kindEnd, 0, "", s.id, nil) }
+func (s *spanToken) end() { s.t.record(kindEnd, 0, catScope{}, "", s.id, nil) }
 
 func newRing(t *Tracer, p, size int) *ring {
 	r := &ring{
@@ -129,14 +140,27 @@ type rings []*ring
 
 // record appends one event to the calling P's ring, or counts it as dropped
 // when the ring is full. It returns the function that ends a span started
-// in the slot it used, or nop if it dropped the event.
-func (t *Tracer) record(k kind, flags uint8, name string, id uint64, args []Arg) func() {
+// in the slot it used, or nil if it recorded nothing. cs holds the
+// category and scope ids of events whose handle carries them (async and
+// flow); Category and Scope args override them.
+func (t *Tracer) record(k kind, flags uint8, cs catScope, name string, id uint64, args []Arg) func() {
 	if !t.recording.Load() {
 		t.lateDrops.Inc()
-		return nop
+		return nil
 	}
 	if len(args) > maxArgs {
 		args = args[:maxArgs]
+	}
+	for i := range args {
+		switch args[i].kind {
+		case argCategory:
+			cs.cat = uint16(args[i].num)
+		case argScope:
+			cs.scope = uint16(args[i].num)
+		}
+	}
+	if f := t.categories.Load(); f != nil && cs.cat != 0 && !f.allows(cs.cat) {
+		return nil
 	}
 	n := slotsFor(len(args))
 	gid := goroutineID()
@@ -153,12 +177,13 @@ func (t *Tracer) record(k kind, flags uint8, name string, id uint64, args []Arg)
 		if h+n-r.tail.Load() > uint64(len(r.buf)) {
 			r.dropped.Inc()
 			procUnpin()
-			return nop
+			return nil
 		}
 		at := nanotime()
 		rec := &r.buf[h&r.mask]
 		rec.at, rec.gid, rec.id = at, gid, id
 		rec.name, rec.kind, rec.flags, rec.nargs = name, k, flags, uint8(len(args))
+		rec.cat, rec.scope = cs.cat, cs.scope
 		i := copy(rec.args[:], args)
 		for s := uint64(1); s < n; s++ {
 			rec = &r.buf[(h+s)&r.mask]

@@ -59,10 +59,16 @@ func (t *Tracer) Begin(name string, args ...Arg) func() {
 //
 //go:noinline
 func (t *Tracer) startSpan(name string, args []Arg) func() {
-	return t.record(kindSpan, 0, name, 0, args)
+	if end := t.record(kindSpan, 0, catScope{}, name, 0, args); end != nil {
+		return end
+	}
+	return nop
 }
 
 //go:noinline
 func (t *Tracer) startBegin(name string, args []Arg) func() {
-	return t.record(kindBegin, 0, name, 0, args)
+	if end := t.record(kindBegin, 0, catScope{}, name, 0, args); end != nil {
+		return end
+	}
+	return nop
 }
