@@ -25,26 +25,20 @@ type Async struct {
 // AsyncBegin begins an async operation with a new process-unique id.
 // Category and Scope args apply to all of its events.
 func AsyncBegin(name string, args ...Arg) Async {
-	if t := loadStd(); t != nil {
-		return t.asyncBegin(lastID.Inc(), name, args)
-	}
-	return Async{}
+	return loadStd().asyncBegin(0, name, args)
 }
 
 // AsyncBeginID begins an async operation with an id the caller chose, for
-// example a request id. Events with the same id and category belong to one
+// example a request id; 0 means "choose one". Events with the same id and category belong to one
 // operation; give unrelated id spaces different categories or Scopes.
 func AsyncBeginID(id uint64, name string, args ...Arg) Async {
-	if t := loadStd(); t != nil {
-		return t.asyncBegin(id, name, args)
-	}
-	return Async{}
+	return loadStd().asyncBegin(id, name, args)
 }
 
 // AsyncBegin begins an async operation on t; see the package-level
 // AsyncBegin.
 func (t *Tracer) AsyncBegin(name string, args ...Arg) Async {
-	return t.asyncBegin(lastID.Inc(), name, args)
+	return t.asyncBegin(0, name, args)
 }
 
 // AsyncBeginID begins an async operation with the caller's id on t.
@@ -52,10 +46,17 @@ func (t *Tracer) AsyncBeginID(id uint64, name string, args ...Arg) Async {
 	return t.asyncBegin(id, name, args)
 }
 
+// asyncBegin begins an operation with id, or with a new id if id is 0. It
+// is kept out of line so that the package-level functions inline to one
+// atomic load and this call, which returns at once when tracing is off.
+//
 //go:noinline
 func (t *Tracer) asyncBegin(id uint64, name string, args []Arg) Async {
 	if t == nil {
 		return Async{}
+	}
+	if id == 0 {
+		id = lastID.Inc()
 	}
 	a := Async{t: t, id: id, name: name, cs: catScopeOf(args)}
 	if t.record(kindAsyncBegin, 0, a.cs, name, id, args) == nil {

@@ -16,9 +16,9 @@ import (
 // flushEvery ops, keeping the ring from filling: it times what the
 // recording goroutine pays. The flusher's own cost is BenchmarkEncode's.
 // dropped/op is reported so a run that dropped anyway is visible.
-func benchOn(b *testing.B, op func()) {
+func benchOn(b *testing.B, op func(), opts ...Option) {
 	const flushEvery = 512
-	require.NoError(b, Start(filepath.Join(b.TempDir(), "bench.json")))
+	require.NoError(b, Start(filepath.Join(b.TempDir(), "bench.json"), opts...))
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -95,4 +95,45 @@ func BenchmarkEncode(b *testing.B) {
 	require.Zero(b, st.Dropped)
 	b.ReportMetric(float64(st.Events)/elapsed.Seconds()/1e6, "Mevents/s")
 	b.ReportMetric(float64(st.Bytes)/float64(st.Events), "bytes/event")
+}
+
+var (
+	benchCat      = Category("bench")
+	benchDisabled = Category("bench-disabled")
+)
+
+func spanCategory4Args() {
+	defer Span("x", benchCat, String("k", "v"), Int("n", 7), Bool("b", true), Float64("f", 1.5))()
+}
+func spanDisabledCategory() { defer Span("x", benchDisabled, Int("n", 7))() }
+func counterTwoSeries()     { Counter("queue", Int("depth", 3), Float64("load", 0.5)) }
+func instant()              { Instant("tick") }
+func asyncBeginEnd()        { AsyncBegin("job", benchCat).End() }
+func flowStartEnd()         { FlowStart("job", benchCat).End() }
+func nestedThree() {
+	defer Span("a")()
+	defer Span("b")()
+	defer Span("c")()
+}
+
+// BenchmarkEventKinds covers every kind of recording call, on and off.
+func BenchmarkEventKinds(b *testing.B) {
+	for _, bc := range []struct {
+		name string
+		op   func()
+	}{
+		{"SpanCategory4Args", spanCategory4Args},
+		{"SpanNested3", nestedThree},
+		{"Counter2Series", counterTwoSeries},
+		{"Instant", instant},
+		{"AsyncBeginEnd", asyncBeginEnd},
+		{"FlowStartEnd", flowStartEnd},
+	} {
+		b.Run(bc.name+"/on", func(b *testing.B) { benchOn(b, bc.op) })
+		b.Run(bc.name+"/off", func(b *testing.B) { benchOff(b, bc.op) })
+	}
+	// A category switched off while tracing is on.
+	b.Run("SpanDisabledCategory", func(b *testing.B) {
+		benchOn(b, spanDisabledCategory, WithCategories("bench"))
+	})
 }

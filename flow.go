@@ -25,10 +25,7 @@ type Flow struct {
 // events: the viewers match the steps and end of a flow to its start by
 // name, category and id.
 func FlowStart(name string, args ...Arg) Flow {
-	if t := loadStd(); t != nil {
-		return t.flowStart(name, args)
-	}
-	return Flow{}
+	return loadStd().flowStart(name, args)
 }
 
 // FlowStart starts a flow on t; see the package-level FlowStart.

@@ -12,18 +12,19 @@ import (
 
 // event is one trace event as a viewer reads it.
 type event struct {
-	Name string         `json:"name"`
-	Cat  string         `json:"cat"`
-	Ph   string         `json:"ph"`
-	Ts   float64        `json:"ts"`
-	Dur  float64        `json:"dur"`
-	Pid  int            `json:"pid"`
-	Tid  uint64         `json:"tid"`
-	S    string         `json:"s"`
-	ID   string         `json:"id"`
-	ID2  map[string]any `json:"id2"`
-	Bp   string         `json:"bp"`
-	Args map[string]any `json:"args"`
+	Name  string         `json:"name"`
+	Cat   string         `json:"cat"`
+	Ph    string         `json:"ph"`
+	Ts    float64        `json:"ts"`
+	Dur   float64        `json:"dur"`
+	Pid   int            `json:"pid"`
+	Tid   uint64         `json:"tid"`
+	S     string         `json:"s"`
+	ID    json.Number    `json:"id"`
+	ID2   map[string]any `json:"id2"`
+	Scope string         `json:"scope"`
+	Bp    string         `json:"bp"`
+	Args  map[string]any `json:"args"`
 }
 
 // repair applies the documented repair to a file cut off by a crash, the
@@ -120,4 +121,12 @@ func checkTracks(t testing.TB, evs []event) map[uint64][]interval {
 		}
 	}
 	return tracks
+}
+
+// readFile returns a file's text.
+func readFile(t testing.TB, path string) string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	return string(data)
 }

@@ -1,0 +1,262 @@
+package tracer
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestCounterSeries(t *testing.T) {
+	tr, path := newTestTracer(t)
+	for i := 0; i < 5; i++ {
+		tr.Counter("queue", Int("depth", i), Float64("load", float64(i)/4), Uint64("total", uint64(i*10)), Category("q"))
+	}
+	tr.Counter("single", Int64("v", -7))
+	require.NoError(t, tr.Close())
+	var queue []event
+	for _, e := range byPhase(readClosed(t, path), "C") {
+		switch e.Name {
+		case "queue":
+			queue = append(queue, e)
+		case "single":
+			assert.Equal(t, map[string]any{"v": -7.0}, e.Args)
+		}
+	}
+	require.Len(t, queue, 5)
+	for i, e := range queue {
+		assert.Equal(t, map[string]any{"depth": float64(i), "load": float64(i) / 4, "total": float64(i * 10)}, e.Args)
+		assert.Equal(t, "q", e.Cat)
+		assert.Zero(t, e.Tid, "counters belong to the process")
+		if i > 0 {
+			assert.GreaterOrEqual(t, e.Ts, queue[i-1].Ts)
+		}
+	}
+}
+
+// checkAsync checks that every async end closes a begin with the same id,
+// category and name, in time order, children inside their parents, and
+// that instants fall inside an open operation. It returns the number of
+// top-level operations.
+func checkAsync(t *testing.T, evs []event) int {
+	t.Helper()
+	type key struct{ id, cat string }
+	open := map[key][]event{}
+	ops := 0
+	for _, e := range sortedByTs(evs) {
+		if e.Ph != "b" && e.Ph != "n" && e.Ph != "e" {
+			continue
+		}
+		require.Empty(t, e.ID, "async events use id2, not id")
+		local, ok := e.ID2["local"].(string)
+		require.True(t, ok, "async events carry id2.local: %+v", e)
+		k := key{local, e.Cat}
+		switch e.Ph {
+		case "b":
+			if len(open[k]) == 0 {
+				ops++
+			}
+			open[k] = append(open[k], e)
+		case "n":
+			require.NotEmpty(t, open[k], "instant %q outside its operation", e.Name)
+		case "e":
+			st := open[k]
+			require.NotEmpty(t, st, "async end %q id %s without a begin", e.Name, local)
+			require.Equal(t, st[len(st)-1].Name, e.Name, "async end must name its begin")
+			open[k] = st[:len(st)-1]
+		}
+	}
+	for k, st := range open {
+		require.Empty(t, st, "operation %v never ended", k)
+	}
+	return ops
+}
+
+func TestAsyncAcrossGoroutines(t *testing.T) {
+	tr, path := newTestTracer(t)
+	const jobs = 50
+	var wg sync.WaitGroup
+	ids := map[uint64]bool{}
+	for i := 0; i < jobs; i++ {
+		op := tr.AsyncBegin("job", Int("n", i), Category("jobs"))
+		require.NotZero(t, op.ID())
+		require.False(t, ids[op.ID()], "ids are unique")
+		ids[op.ID()] = true
+		wg.Add(1)
+		go func() { // another goroutine adds to the operation
+			defer wg.Done()
+			op.Instant("queued")
+			child := op.Begin("work", String("stage", "decode"))
+			time.Sleep(50 * time.Microsecond)
+			child.End()
+			done := make(chan struct{})
+			go func() { // and a third ends it
+				op.End(Bool("ok", true))
+				close(done)
+			}()
+			<-done
+		}()
+	}
+	custom := tr.AsyncBeginID(0xabc, "request", Scope("http"))
+	custom.End()
+	wg.Wait()
+	require.NoError(t, tr.Close())
+
+	evs := readClosed(t, path)
+	assert.Equal(t, jobs+1, checkAsync(t, evs))
+	req := find(t, evs, "b", "request")
+	assert.Equal(t, "0xabc", req.ID2["local"])
+	assert.Equal(t, "http", req.Scope)
+}
+
+func TestAsyncScopeField(t *testing.T) {
+	tr, path := newTestTracer(t)
+	tr.AsyncBeginID(7, "request", Scope("http"), Int("n", 1)).End()
+	require.NoError(t, tr.Close())
+	data := readFile(t, path)
+	assert.Contains(t, data, `"id2":{"local":"0x7"},"scope":"http","args":{"n":1}`)
+	assert.NotContains(t, data, `"args":{"scope"`, "the scope is a field, never an arg")
+	assert.Contains(t, data, `"id2":{"local":"0x7"},"scope":"http"},`)
+}
+
+func sortedByTs(evs []event) []event {
+	out := append([]event(nil), evs...)
+	for i := 1; i < len(out); i++ { // insertion sort: stable, files are nearly sorted
+		for j := i; j > 0 && out[j].Ts < out[j-1].Ts; j-- {
+			out[j], out[j-1] = out[j-1], out[j]
+		}
+	}
+	return out
+}
+
+func TestFlowsBindToEnclosingSpans(t *testing.T) {
+	tr, path := newTestTracer(t)
+	type job struct{ flow Flow }
+	queue, results := make(chan job), make(chan job)
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { // worker
+		defer wg.Done()
+		for j := range queue {
+			end := tr.Span("work")
+			j.flow.Step(Int("stage", 2))
+			end()
+			results <- j
+		}
+		close(results)
+	}()
+	go func() { // consumer
+		defer wg.Done()
+		for j := range results {
+			end := tr.Span("consume")
+			j.flow.End()
+			end()
+		}
+	}()
+	for i := 0; i < 20; i++ {
+		end := tr.Span("produce", Int("i", i))
+		queue <- job{tr.FlowStart("job", Category("pipeline"))}
+		end()
+	}
+	close(queue)
+	wg.Wait()
+	require.NoError(t, tr.Close())
+
+	evs := readClosed(t, path)
+	tracks := checkTracks(t, evs)
+	inside := func(e event, span string) {
+		for _, iv := range tracks[e.Tid] {
+			if iv.name == span && iv.start <= e.Ts && e.Ts <= iv.end {
+				return
+			}
+		}
+		assert.Failf(t, "flow event outside its span", "%s %q at %v is not inside a %q span of goroutine %d", e.Ph, e.Name, e.Ts, span, e.Tid)
+	}
+	chains := map[int64][]string{}
+	for _, e := range evs {
+		span := map[string]string{"s": "produce", "t": "work", "f": "consume"}[e.Ph]
+		if span == "" {
+			continue
+		}
+		assert.Equal(t, "job", e.Name)
+		assert.Equal(t, "pipeline", e.Cat)
+		inside(e, span)
+		chains[flowID(t, e)] = append(chains[flowID(t, e)], e.Ph)
+		if e.Ph == "f" {
+			assert.Equal(t, "e", e.Bp, "flow ends bind to the enclosing slice")
+		}
+	}
+	require.Len(t, chains, 20, "ids are unique per flow")
+	for id, chain := range chains {
+		assert.Equal(t, []string{"s", "t", "f"}, chain, "flow %v", id)
+	}
+}
+
+// flowID reads the numeric "id" of a flow event.
+func flowID(t *testing.T, e event) int64 {
+	t.Helper()
+	id, err := e.ID.Int64()
+	require.NoError(t, err, "flow ids are numbers")
+	return id
+}
+
+func TestCategoriesFilter(t *testing.T) {
+	tr, path := newTestTracer(t, WithCategories("db", "http"))
+	db, http, cache := Category("db"), Category("http"), Category("cache")
+	tr.Span("query", db)()
+	tr.Span("get", http)()
+	tr.Span("lookup", cache)()
+	tr.Instant("hit", cache)
+	tr.Counter("entries", cache, Int("n", 1))
+	tr.AsyncBegin("fill", cache).End()
+	tr.FlowStart("load", cache).End()
+	tr.Span("uncategorised")()
+	require.Zero(t, testing.AllocsPerRun(100, func() { tr.Span("lookup", cache)() }))
+
+	require.NoError(t, tr.SetCategories("cache"))
+	tr.Span("query again", db)()
+	tr.Span("lookup again", cache)()
+	require.NoError(t, tr.SetCategories())
+	tr.Span("query all", db)()
+	require.Error(t, tr.SetCategories("a,b"), "a comma would split the category")
+	require.NoError(t, tr.Close())
+
+	var names []string
+	for _, e := range readClosed(t, path) {
+		if e.Ph != "M" && e.Ph != "C" || e.Name == "entries" {
+			names = append(names, e.Name+"/"+e.Cat)
+		}
+	}
+	assert.Equal(t, []string{"query/db", "get/http", "uncategorised/", "lookup again/cache", "query all/db"}, names)
+	assert.Zero(t, tr.Stats().Dropped, "filtered events are not drops")
+}
+
+func TestProcessLabels(t *testing.T) {
+	tr, path := newTestTracer(t, WithProcessLabels("canary", "eu-west"))
+	require.NoError(t, tr.Close())
+	assert.Equal(t, "canary,eu-west", find(t, readClosed(t, path), "M", "process_labels").Args["labels"])
+}
+
+func TestEventKindsZeroAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	tr, _ := newTestTracer(t, WithBufferSize(1<<16))
+	cat := Category("bench")
+	cases := map[string]func(){
+		"Counter":            func() { tr.Counter("c", Int("a", 1), Float64("b", 2)) },
+		"Async":              func() { a := tr.AsyncBegin("a", cat); a.Instant("n"); a.End() },
+		"Flow":               func() { f := tr.FlowStart("f", cat); f.Step(); f.End() },
+		"SpanCategory4Args":  func() { tr.Span("s", cat, Int("a", 1), String("b", "x"), Bool("c", true), Float64("d", 1))() },
+		"InstantGlobal":      func() { tr.InstantGlobal("g", cat) },
+		"PackageCounterOff":  func() { Counter("c", Int("a", 1)) },
+		"PackageAsyncOff":    func() { AsyncBegin("a").End() },
+		"PackageFlowOff":     func() { FlowStart("f").End() },
+		"PackageCategoryOff": func() { defer Span("s", cat)() },
+	}
+	for name, f := range cases {
+		assert.Zero(t, testing.AllocsPerRun(1000, f), name)
+	}
+}
