@@ -197,8 +197,11 @@ func (f *flusher) take(c *cursor, rec *record, cut int64) uint64 {
 	case kindSpan, kindBegin:
 		token := c.r.tokens[c.pos&c.r.mask].id
 		if rec.kind == kindSpan && c.pos+n < c.end {
+			// Tokens are per slot, so after the ring wrapped an older span
+			// of another goroutine can hold the same one: match the
+			// goroutine too.
 			next := &c.r.buf[(c.pos+n)&c.r.mask]
-			if next.kind == kindEnd && next.id == token && next.at < cut {
+			if next.kind == kindEnd && next.id == token && next.gid == rec.gid && next.at < cut {
 				f.enc.complete(&recs[0], recs[1:], next.at-rec.at)
 				f.pending++
 				return n + 1

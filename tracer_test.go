@@ -429,3 +429,39 @@ func TestGoroutineIDMatchesRuntime(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestReusedSlotEndsTheRightSpan: span end functions belong to ring slots,
+// so after the ring wraps, a new span can start in the slot of one that is
+// still open. The end of the old span, recorded right after the start of
+// the new one by another goroutine, must not be taken for the new span's.
+func TestReusedSlotEndsTheRightSpan(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1)) // one P, one ring
+	tr, path := newTestTracer(t, WithBufferSize(64), WithFlushInterval(10*time.Second))
+	endA := tr.Span("A") // slot 0
+	for i := 0; i < 63; i++ {
+		tr.Instant("fill")
+	}
+	require.NoError(t, tr.Flush()) // the ring is empty again; its next slot is 0
+	started, endB, ended := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	go func() { // B starts in slot 0 again, on another goroutine
+		end := tr.Span("B")
+		close(started)
+		<-endB
+		end()
+		close(ended)
+	}()
+	<-started
+	endA() // slot 1: the end of A, carrying slot 0's token
+	require.NoError(t, tr.Flush())
+	close(endB)
+	<-ended
+	require.NoError(t, tr.Close())
+
+	evs := readClosed(t, path)
+	checkTracks(t, evs)
+	a, b := find(t, evs, "X", "A"), find(t, evs, "X", "B")
+	assert.NotEqual(t, a.Tid, b.Tid)
+	assert.Less(t, a.Ts, b.Ts)
+	assert.Greater(t, b.Ts+b.Dur, a.Ts+a.Dur, "B ends after A")
+	assert.Zero(t, tr.Stats().Unmatched)
+}
