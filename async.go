@@ -58,7 +58,7 @@ func (t *Tracer) asyncBegin(id uint64, name string, args []Arg) Async {
 	if id == 0 {
 		id = lastID.Inc()
 	}
-	a := Async{t: t, id: id, name: name, cs: catScopeOf(args)}
+	a := Async{t: t, id: id, name: name, cs: catScope{}.from(args)}
 	if t.record(kindAsyncBegin, 0, a.cs, name, id, args) == nil {
 		return Async{} // not recorded: its other events would dangle
 	}
@@ -94,18 +94,4 @@ func (a Async) End(args ...Arg) {
 	if a.t != nil {
 		a.t.record(kindAsyncEnd, 0, a.cs, a.name, a.id, args)
 	}
-}
-
-// catScopeOf returns the category and scope set by args.
-func catScopeOf(args []Arg) catScope {
-	var cs catScope
-	for i := range args {
-		switch args[i].kind {
-		case argCategory:
-			cs.cat = uint16(args[i].num)
-		case argScope:
-			cs.scope = uint16(args[i].num)
-		}
-	}
-	return cs
 }

@@ -99,17 +99,6 @@ func (f *categoryFilter) allows(cat uint16) bool {
 	return f.enabled[cat/64]&(1<<(cat%64)) != 0
 }
 
-// allowsArgs reports whether an event with these args passes the filter:
-// events without a category always do.
-func (f *categoryFilter) allowsArgs(args []Arg) bool {
-	for i := range args {
-		if args[i].kind == argCategory {
-			return f.allows(uint16(args[i].num))
-		}
-	}
-	return true
-}
-
 func newCategoryFilter(names []string) (*categoryFilter, error) {
 	f := &categoryFilter{}
 	for _, n := range names {

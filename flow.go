@@ -36,7 +36,7 @@ func (t *Tracer) flowStart(name string, args []Arg) Flow {
 	if t == nil {
 		return Flow{}
 	}
-	f := Flow{t: t, id: lastID.Inc(), name: name, cs: catScopeOf(args)}
+	f := Flow{t: t, id: lastID.Inc(), name: name, cs: catScope{}.from(args)}
 	if t.record(kindFlowStart, 0, f.cs, name, f.id, args) == nil {
 		return Flow{}
 	}

@@ -65,6 +65,19 @@ type record struct {
 // catScope is the category and scope of an event, as registry ids.
 type catScope struct{ cat, scope uint16 }
 
+// from returns cs with the category and scope that args set, if any.
+func (cs catScope) from(args []Arg) catScope {
+	for i := range args {
+		switch args[i].kind {
+		case argCategory:
+			cs.cat = uint16(args[i].num)
+		case argScope:
+			cs.scope = uint16(args[i].num)
+		}
+	}
+	return cs
+}
+
 // slotsFor returns how many ring slots an event with n args occupies.
 func slotsFor(n int) uint64 {
 	if n <= inlineArgs {
@@ -151,14 +164,7 @@ func (t *Tracer) record(k kind, flags uint8, cs catScope, name string, id uint64
 	if len(args) > maxArgs {
 		args = args[:maxArgs]
 	}
-	for i := range args {
-		switch args[i].kind {
-		case argCategory:
-			cs.cat = uint16(args[i].num)
-		case argScope:
-			cs.scope = uint16(args[i].num)
-		}
-	}
+	cs = cs.from(args)
 	if f := t.categories.Load(); f != nil && cs.cat != 0 && !f.allows(cs.cat) {
 		return nil
 	}
