@@ -88,21 +88,28 @@ type Stats struct {
 	SinkErrors uint64 // failed writes; their events are in Lost
 	Lost       uint64 // events encoded but lost because the sink failed
 	Unmatched  uint64 // span ends that matched no open span of their goroutine
+
+	// Overwritten counts the events a FlightRecorder pushed out of its
+	// window to make room for newer ones: the point of the window, not a
+	// loss like Dropped.
+	Overwritten uint64
 }
 
 // New creates a Tracer writing to the file at path, truncating it. The file
 // holds a loadable trace from the moment New returns: its first line is "["
 // and its second the process_name event. The caller must Close the tracer
 // to end the file cleanly; a file left without Close still opens in both
-// viewers.
+// viewers. New returns an error if the file cannot be created or its first
+// line written (as on a full disk).
+//
+// A path ending in ".gz" is gzipped (see WithGzip), and WithMaxFileSize
+// rotates the file. NewWriter writes to any io.Writer instead.
 func New(path string, opts ...Option) (*Tracer, error) {
-	o := defaultOptions()
-	for _, opt := range opts {
-		if err := opt(&o); err != nil {
-			return nil, err
-		}
+	o, err := buildOptions(opts)
+	if err != nil {
+		return nil, err
 	}
-	s, err := openFileSink(path)
+	s, _, err := openSink(path, &o.sink)
 	if err != nil {
 		return nil, err
 	}
@@ -232,6 +239,20 @@ func Start(path string, opts ...Option) error {
 	}
 	if !std.CompareAndSwap(nil, unsafe.Pointer(t)) {
 		t.Close()
+		return ErrStarted
+	}
+	return nil
+}
+
+// SetDefault makes t, which may be a FlightRecorder's or one writing to a
+// Sink, the default tracer that the package-level functions use. It
+// returns ErrStarted if the default tracer is already running. Stop closes
+// t.
+func SetDefault(t *Tracer) error {
+	if t == nil {
+		return errors.New("tracer: SetDefault of a nil Tracer")
+	}
+	if !std.CompareAndSwap(nil, unsafe.Pointer(t)) {
 		return ErrStarted
 	}
 	return nil
