@@ -62,7 +62,7 @@ func TestGzipFile(t *testing.T) {
 		level int
 	}{
 		{"by extension", "trace.json.gz", nil, DefaultGzipLevel},
-		{"option on a plain name", "trace.json", []Option{WithGzip(1)}, 1},
+		{"option on a plain name", "trace.json", []Option{WithGzip(6)}, 6},
 		{"best compression", "trace.json.gz", []Option{WithGzip(9)}, 9},
 		{"default compression", "trace.json.gz", []Option{WithGzip(-1)}, DefaultGzipLevel},
 		{"no compression", "trace.json.gz", []Option{WithGzip(0)}, 0},

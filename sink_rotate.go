@@ -160,7 +160,7 @@ func (r *rotator) findRotated() error {
 		if mid, ok = strings.CutSuffix(mid, r.ext); !ok {
 			continue
 		}
-		if seq, err := strconv.Atoi(mid); err == nil && seq >= 0 && r.name(seq) == filepath.Join(dir, e.Name()) {
+		if seq, err := strconv.Atoi(mid); err == nil && seq >= 0 && fmt.Sprintf("%06d", seq) == mid {
 			r.rotated = append(r.rotated, seq)
 		}
 	}

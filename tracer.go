@@ -81,7 +81,7 @@ type Tracer struct {
 // Stats counts what a Tracer did with the events it was given.
 type Stats struct {
 	Events     uint64 // events written to the sink
-	Bytes      uint64 // bytes written to the sink
+	Bytes      uint64 // bytes written to the sink, before compression
 	Flushes    uint64 // batches written
 	Dropped    uint64 // events dropped because a ring buffer was full
 	Late       uint64 // events recorded after Close began, never written

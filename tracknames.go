@@ -14,9 +14,10 @@ import (
 // holds one of its events; a dump gets every remembered name.
 //
 // A goroutine's exit cannot be observed, so the memory is bounded instead:
-// it holds at most maxTrackNames goroutines. When it is full, the half that
-// recorded nothing for the longest time is forgotten; a forgotten goroutine
-// that records again shows in later files as a number instead of its name.
+// it holds at most maxTrackNames goroutines. When it is full, the half (or
+// more) that recorded nothing for the longest time is forgotten; a
+// forgotten goroutine that records again shows in later files as a number
+// instead of its name.
 
 // maxTrackNames bounds how many goroutines' names a flusher remembers:
 // about 100 bytes each, plus the names.
