@@ -221,3 +221,57 @@ func TestRotationOptions(t *testing.T) {
 	_, err := NewWriter(os.Stdout, WithMaxFileSize(1<<20))
 	assert.ErrorIs(t, err, errRotateStream)
 }
+
+// TestDropsVisibleInEverySink floods a small ring between flushes and
+// checks that the drop counter tells the drops in every kind of file: at
+// the top of each rotated file (the count so far) and at the very end.
+func TestDropsVisibleInEverySink(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		file string
+		opts []Option
+	}{
+		{"plain", "trace.json", nil},
+		{"gzip", "trace.json.gz", nil},
+		{"rotated", "trace.json", []Option{WithMaxFileSize(minFileSize)}},
+		{"rotated gzip", "trace.json.gz", []Option{WithMaxFileSize(minFileSize)}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			tr, err := New(filepath.Join(dir, tt.file), append(tt.opts, WithBufferSize(64), WithFlushInterval(10*time.Second))...)
+			require.NoError(t, err)
+			for round := 0; round < 10; round++ {
+				for i := 0; i < 200; i++ {
+					tr.Instant("flood", Int("i", i))
+				}
+				require.NoError(t, tr.Flush())
+			}
+			require.NoError(t, tr.Close())
+			dropped := tr.Stats().Dropped
+			require.Greater(t, dropped, uint64(0))
+
+			files := traceFiles(t, dir)
+			seen := 0.0
+			for _, file := range files {
+				var evs []event
+				if filepath.Ext(file) == ".gz" {
+					evs = readClosedGzip(t, file)
+				} else {
+					evs = readClosed(t, file)
+				}
+				for _, c := range byPhase(evs, "C") {
+					require.Equal(t, "tracer.dropped", c.Name)
+					require.GreaterOrEqual(t, c.Args["events"], seen, "%s: the count never goes back", file)
+					seen = c.Args["events"].(float64)
+				}
+				if len(files) > 1 && file != files[0] {
+					assert.Greater(t, byPhase(evs, "C")[0].Args["events"], 0.0, "%s starts with the drops so far", file)
+				}
+			}
+			assert.EqualValues(t, dropped, seen, "the last counter is Stats().Dropped")
+			if len(tt.opts) > 0 {
+				assert.Greater(t, len(files), 1, "the trace must rotate")
+			}
+		})
+	}
+}
