@@ -1,10 +1,17 @@
 package tracer
 
 import (
+	"bytes"
+	stdflate "compress/flate"
+	"fmt"
+	"io"
+	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/klauspost/compress/flate"
 	"github.com/stretchr/testify/require"
 )
 
@@ -136,4 +143,132 @@ func BenchmarkEventKinds(b *testing.B) {
 	b.Run("SpanDisabledCategory", func(b *testing.B) {
 		benchOn(b, spanDisabledCategory, WithCategories("bench"))
 	})
+}
+
+// BenchmarkSink times the whole pipeline, recording, encoding, compressing
+// and writing, for a typical span with one arg, and reports the bytes each
+// span takes on disk.
+func BenchmarkSink(b *testing.B) {
+	for _, bc := range []struct {
+		name string
+		file string
+		opts []Option
+	}{
+		{"file", "trace.json", nil},
+		{"gzip", "trace.json.gz", nil},
+		{"gzip-level6", "trace.json.gz", []Option{WithGzip(6)}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			const batch = 8192
+			path := filepath.Join(b.TempDir(), bc.file)
+			tr, err := New(path, append(bc.opts, WithBufferSize(2*batch), WithFlushInterval(10*time.Second))...)
+			require.NoError(b, err)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for done := 0; done < b.N; done += batch {
+				for i := 0; i < min(batch, b.N-done); i++ {
+					tr.Span("decode", Int("bytes", 512+i%1024))()
+				}
+				require.NoError(b, tr.Flush())
+			}
+			b.StopTimer()
+			require.NoError(b, tr.Close())
+			st := tr.Stats()
+			require.Zero(b, st.Dropped)
+			fi, err := os.Stat(path)
+			require.NoError(b, err)
+			b.ReportMetric(float64(st.Events)/b.Elapsed().Seconds()/1e6, "Mevents/s")
+			b.ReportMetric(float64(fi.Size())/float64(st.Events), "disk-bytes/event")
+		})
+	}
+}
+
+// BenchmarkGzipCompressors compares compress/flate with
+// github.com/klauspost/compress/flate, the one the gzip sink uses, on a
+// trace of a small worker pool, compressed in members of 256 KiB (the
+// flusher's batch) and 16 KiB (a quiet flush), as the gzip sink does.
+// ratio is uncompressed over compressed size.
+func BenchmarkGzipCompressors(b *testing.B) {
+	data := workloadTrace(b)
+	for _, size := range []int{256 << 10, 16 << 10} {
+		var members [][]byte
+		for rest := data; len(rest) > 0; {
+			n := min(size, len(rest))
+			n += bytes.IndexByte(rest[n-1:], '\n')
+			members, rest = append(members, rest[:n]), rest[n:]
+		}
+		for _, level := range []int{1, 6, 9} {
+			for _, c := range []struct {
+				name string
+				new  func(io.Writer, int) (flusherWriter, error)
+			}{
+				{"compress", func(w io.Writer, l int) (flusherWriter, error) { return stdflate.NewWriter(w, l) }},
+				{"klauspost", func(w io.Writer, l int) (flusherWriter, error) { return flate.NewWriter(w, l) }},
+			} {
+				b.Run(fmt.Sprintf("%s/level=%d/member=%dK", c.name, level, size>>10), func(b *testing.B) {
+					var out bytes.Buffer
+					zw, err := c.new(&out, level)
+					require.NoError(b, err)
+					b.SetBytes(int64(len(data)))
+					for b.Loop() {
+						out.Reset()
+						for _, m := range members {
+							zw.Reset(&out)
+							zw.Write(m)
+							zw.Flush()
+						}
+					}
+					b.ReportMetric(float64(len(data))/float64(out.Len()), "ratio")
+				})
+			}
+		}
+	}
+}
+
+// flusherWriter is what compress/flate and klauspost/compress/flate have
+// in common.
+type flusherWriter interface {
+	io.Writer
+	Flush() error
+	Reset(io.Writer)
+}
+
+// workloadTrace returns the trace of four workers handling items with
+// nested spans, args and instants: about 10 MB of JSON.
+func workloadTrace(b *testing.B) []byte {
+	var buf bytes.Buffer
+	tr, err := NewWriter(&buf, WithBufferSize(1<<16))
+	require.NoError(b, err)
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			tr.SetGoroutineName(fmt.Sprintf("worker %d", w))
+			kinds := []string{"get", "put", "list"}
+			for i := 0; i < 10000; i++ {
+				end := tr.Span("handle", Int("item", i), String("kind", kinds[i%3]))
+				tr.Span("fetch", Int("bytes", 512+i%1000))()
+				decode := tr.Span("decode")
+				for j := 0; j < 50*(i%4); j++ {
+					sinkDur += time.Duration(j)
+				}
+				decode()
+				if i%10 == 0 {
+					tr.Instant("cache miss")
+				}
+				tr.Span("store")()
+				end()
+				if i%10 == 0 {
+					time.Sleep(20 * time.Microsecond) // let the flusher keep up
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	require.NoError(b, tr.Close())
+	if st := tr.Stats(); st.Dropped > st.Events/100 {
+		b.Fatalf("the workload dropped %d of %d events", st.Dropped, st.Events)
+	}
+	return buf.Bytes()
 }

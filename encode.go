@@ -16,9 +16,10 @@ const MaxStringLen = 4096
 // followed by a comma. It appends to buf and never reflects or allocates
 // beyond growing buf.
 type encoder struct {
-	buf  []byte
-	pid  int
-	base int64 // nanotime of ts 0
+	buf   []byte
+	pid   int
+	base  int64       // nanotime of ts 0
+	names *trackNames // told of every goroutine with an event, if not nil
 }
 
 // event appends an event that stands alone: instant, counter or metadata.
@@ -126,6 +127,9 @@ func (e *encoder) appendHead(b []byte, r *record, ph byte, at int64) []byte {
 }
 
 func (e *encoder) appendIDs(b []byte, gid uint64) []byte {
+	if e.names != nil {
+		e.names.see(gid)
+	}
 	b = append(b, `,"pid":`...)
 	b = strconv.AppendInt(b, int64(e.pid), 10)
 	b = append(b, `,"tid":`...)

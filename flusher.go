@@ -25,10 +25,15 @@ type flusher struct {
 	scratch [maxArgs / inlineArgs]record // an event whose slots wrap around the ring end
 
 	open          openSpans
-	pages         *pageAligner // nil unless the sink is a file
-	pending       int          // events encoded in enc.buf, not yet written
+	pending       int // events encoded in enc.buf, not yet written
 	reportedDrops uint64
 	closed        atomic.Bool
+
+	batch      uint64      // writes so far: tells which B events a failed write lost
+	batchLimit int         // bytes to encode before a write: batchBytes, or less near a rotation
+	rot        *rotator    // the sink, if the trace is rotated
+	win        *window     // the sink, if the tracer is a flight recorder
+	names      *trackNames // goroutine names to write again, with rot or win
 
 	events, bytes, flushes, sinkErrors, lost, unmatched atomic.Uint64
 }
@@ -42,6 +47,13 @@ type cursor struct {
 func (f *flusher) init(t *Tracer, s sink, wall time.Time) {
 	f.t, f.sink, f.wall = t, s, wall
 	f.enc = encoder{pid: processID, base: t.base, buf: make([]byte, 0, batchBytes+64<<10)}
+	f.batchLimit = batchBytes
+	f.rot, _ = s.(*rotator)
+	f.win, _ = s.(*window)
+	if f.rot != nil || f.win != nil {
+		f.names = newTrackNames()
+		f.enc.names = f.names
+	}
 }
 
 // run is the flusher goroutine. It wakes often, cheaply, to check whether a
@@ -82,7 +94,21 @@ func (t *Tracer) pastHighWater() bool {
 // writeHeader writes the opening of the file: "[", the process metadata
 // with the wall-clock time of ts 0, and the drop counter at zero. Perfetto
 // recognises a JSON trace only once it sees `[{"`, so this goes out at once.
+// A flight recorder writes its header when a trace is taken.
 func (f *flusher) writeHeader() error {
+	if f.win != nil {
+		return nil
+	}
+	f.appendHeader()
+	f.appendDropCounter(f.t.base)
+	_, err := f.sink.Write(f.enc.buf)
+	f.enc.buf = f.enc.buf[:0]
+	return err
+}
+
+// appendHeader starts a trace in the empty buffer: "[" and the process
+// metadata with the wall-clock time of ts 0.
+func (f *flusher) appendHeader() {
 	o := &f.t.opts
 	b := append(f.enc.buf[:0], "[\n"...)
 	b = append(b, `{"name":"process_name","ph":"M","pid":`...)
@@ -109,20 +135,6 @@ func (f *flusher) writeHeader() error {
 		b = append(b, "}},\n"...)
 	}
 	f.enc.buf = b
-	f.appendDropCounter(f.t.base)
-	_, err := f.sinkWrite(f.enc.buf)
-	f.enc.buf = f.enc.buf[:0]
-	return err
-}
-
-// sinkWrite writes whole lines to the sink, page-aligned for a file.
-func (f *flusher) sinkWrite(b []byte) (int, error) {
-	if f.pages == nil {
-		return f.sink.Write(b)
-	}
-	n, err := f.sink.Write(f.pages.align(b))
-	f.pages.wrote(n)
-	return n, err
 }
 
 // appendDropCounter writes the "tracer.dropped" counter: the number of
@@ -169,13 +181,18 @@ func (f *flusher) flush() error {
 			if rec.at >= cut || rec.at > limit {
 				break
 			}
+			if f.names != nil {
+				f.names.note(rec)
+			}
 			c.pos += f.take(c, rec, cut)
-			if len(f.enc.buf) >= batchBytes {
+			if len(f.enc.buf) >= f.batchLimit {
 				errs = errors.Join(errs, f.write())
 			}
 		}
 	}
-	f.writeOldBegins(cut - int64(f.t.opts.flushInterval))
+	if f.win == nil { // a flight recorder writes spans whole: see FlightRecorder
+		f.writeOldBegins(cut - int64(f.t.opts.flushInterval))
+	}
 	var drops uint64
 	for _, c := range f.cursors {
 		drops += c.r.dropped.Load()
@@ -260,8 +277,11 @@ func (f *flusher) write() error {
 	f.pending = 0
 	var err error
 	if len(f.enc.buf) > 0 {
+		if f.names != nil {
+			events += f.names.appendPending(&f.enc)
+		}
 		var n int
-		n, err = f.sinkWrite(f.enc.buf)
+		n, err = f.sink.Write(f.enc.buf)
 		f.bytes.Add(uint64(n))
 		f.flushes.Inc()
 		if err != nil {
@@ -272,6 +292,7 @@ func (f *flusher) write() error {
 			f.events.Add(uint64(events))
 		}
 		f.enc.buf = f.enc.buf[:0]
+		f.afterWrite(err)
 	}
 	for _, c := range f.cursors {
 		c.r.tail.Store(c.pos)
@@ -279,24 +300,58 @@ func (f *flusher) write() error {
 	return err
 }
 
+// afterWrite keeps the file consistent after a write: when it failed, the
+// spans whose B event it held are written again, as are goroutine names;
+// with rotation, a full file is replaced.
+func (f *flusher) afterWrite(err error) {
+	if err != nil {
+		f.open.unwrite(f.batch)
+		if f.names != nil {
+			f.names.newFile()
+		}
+	}
+	f.batch++
+	if f.names != nil {
+		f.names.tick++
+	}
+	if f.rot != nil {
+		f.rotate()
+	}
+}
+
+// fail reports an error of the sink that no write returned.
+func (f *flusher) fail(err error) {
+	f.sinkErrors.Inc()
+	f.t.opts.onError(err)
+}
+
 // close drains the rings a last time, ends the JSON array and closes the
 // sink. The last event is the final drop counter, written without the
 // comma, so a closed file is strict JSON.
 func (f *flusher) close() error {
+	if f.win != nil { // nothing to write: the window goes
+		f.closed.Store(true)
+		return f.sink.Close()
+	}
 	err := f.flush()
 	f.closed.Store(true)
+	f.appendEnd()
+	_, werr := f.sink.Write(f.enc.buf)
+	f.enc.buf = f.enc.buf[:0]
+	return errors.Join(err, werr, f.sink.Close())
+}
+
+// appendEnd ends the trace: the drop counter, without a comma, and "]".
+func (f *flusher) appendEnd() {
 	f.appendDropCounter(nanotime())
 	b := f.enc.buf
-	b = append(b[:len(b)-2], "\n]\n"...) // replace the last ",\n"
-	_, werr := f.sinkWrite(b)
-	f.enc.buf = b[:0]
-	return errors.Join(err, werr, f.sink.Close())
+	f.enc.buf = append(b[:len(b)-2], "\n]\n"...) // replace the last ",\n"
 }
 
 func (f *flusher) isClosed() bool { return f.closed.Load() }
 
 func (f *flusher) stats() Stats {
-	return Stats{
+	s := Stats{
 		Events:     f.events.Load(),
 		Bytes:      f.bytes.Load(),
 		Flushes:    f.flushes.Load(),
@@ -304,4 +359,8 @@ func (f *flusher) stats() Stats {
 		Lost:       f.lost.Load(),
 		Unmatched:  f.unmatched.Load(),
 	}
+	if f.win != nil {
+		s.Overwritten = f.win.overwritten.Load()
+	}
+	return s
 }

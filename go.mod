@@ -8,4 +8,7 @@ require (
 	go.uber.org/atomic v1.12.0
 )
 
-require go.yaml.in/yaml/v3 v3.0.5 // indirect
+require (
+	github.com/klauspost/compress v1.20.3 // indirect
+	go.yaml.in/yaml/v3 v3.0.5 // indirect
+)

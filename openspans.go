@@ -18,6 +18,7 @@ type openSpan struct {
 	cont    []record // continuation records, for spans with many args
 	token   uint64   // the spanToken id its end will carry
 	written bool     // its B event is in the file
+	batch   uint64   // the write that held its B event
 }
 
 // openSpans holds the open spans of every goroutine that has one.
@@ -76,7 +77,7 @@ func (f *flusher) push(r *record, cont []record, token uint64) {
 	if len(cont) > 0 {
 		top.cont = append([]record(nil), cont...)
 	}
-	if r.kind == kindBegin {
+	if r.kind == kindBegin && f.win == nil {
 		f.writeBegins(*s, int64(1)<<62)
 	}
 }
@@ -93,7 +94,7 @@ func (f *flusher) writeBegins(s []openSpan, before int64) {
 			return
 		}
 		f.enc.begin(&o.start, o.cont)
-		o.written = true
+		o.written, o.batch = true, f.batch
 		f.pending++
 	}
 }
@@ -137,5 +138,19 @@ func (f *flusher) pop(end *record) {
 func (f *flusher) writeOldBegins(before int64) {
 	for _, s := range f.open.stacks {
 		f.writeBegins(*s, before)
+	}
+}
+
+// unwrite forgets the B events of a failed write, so that they are written
+// again (or their spans become X events): an E without its B breaks
+// chrome://tracing. B events are written bottom up, so the spans it marks
+// are still a top run of their stack.
+func (o *openSpans) unwrite(batch uint64) {
+	for _, s := range o.stacks {
+		for i := range *s {
+			if sp := &(*s)[i]; sp.written && sp.batch == batch {
+				sp.written = false
+			}
+		}
 	}
 }

@@ -30,6 +30,18 @@ type options struct {
 	onError       func(error)
 	categories    *categoryFilter
 	labels        []string
+	sink          sinkOptions // gzip and rotation: sink_gzip.go, sink_rotate.go
+}
+
+// buildOptions applies opts to the defaults.
+func buildOptions(opts []Option) (options, error) {
+	o := defaultOptions()
+	for _, opt := range opts {
+		if err := opt(&o); err != nil {
+			return o, err
+		}
+	}
+	return o, nil
 }
 
 func defaultOptions() options {
@@ -99,10 +111,11 @@ func WithProcessLabels(labels ...string) Option {
 }
 
 // WithErrorHandler sets the function the tracer calls when writing the trace
-// fails. It is called from the flusher goroutine, never from a recording
-// call, and must not block for long. The default prints each distinct error
-// once to standard error. Errors never stop the application: the events of a
-// failed write are counted in Stats as dropped.
+// fails, or rotating it. It is called from the flusher goroutine, never
+// from a recording call, and must not block for long. The default prints
+// each distinct error once to standard error. Errors never stop the
+// application: the tracer goes on recording, and counts the failures in
+// Stats.SinkErrors and the events of failed writes in Stats.Lost.
 func WithErrorHandler(f func(error)) Option {
 	return func(o *options) error {
 		if f == nil {

@@ -14,16 +14,31 @@ import "bytes"
 // placed this way and may still be cut.
 const pageSize = 4096
 
-// pageAligner rewrites batches for a sink that is a file, tracking the
-// file offset across writes.
-type pageAligner struct {
+// A pageAligned sink lays out the batches it is given for a plain JSON
+// file (compressed data has no boundaries to keep), tracking the file's
+// offset across writes.
+type pageAligned struct {
+	file   *fileSink
 	offset int64  // bytes the file holds
 	out    []byte // the aligned batch, reused
 }
 
-// align returns batch laid out for the current offset. batch is whole
-// lines, each ending with '\n'.
-func (a *pageAligner) align(batch []byte) []byte {
+// Write writes batch, whole lines each ending with '\n', laid out so that
+// no line straddles a page of the file. It reports len(batch) when all of
+// it reached the file: the padding is the sink's business.
+func (a *pageAligned) Write(batch []byte) (int, error) {
+	n, err := a.file.Write(a.align(batch))
+	a.offset += int64(n)
+	if err != nil {
+		return min(n, len(batch)), err
+	}
+	return len(batch), nil
+}
+
+func (a *pageAligned) Close() error { return a.file.Close() }
+
+// align returns batch laid out for the current offset.
+func (a *pageAligned) align(batch []byte) []byte {
 	out := a.out[:0]
 	off := a.offset
 	for len(batch) > 0 {
@@ -44,8 +59,5 @@ func (a *pageAligner) align(batch []byte) []byte {
 	a.out = out
 	return out
 }
-
-// wrote records that n bytes of the last aligned batch reached the file.
-func (a *pageAligner) wrote(n int) { a.offset += int64(n) }
 
 var spaces = bytes.Repeat([]byte{' '}, pageSize)

@@ -1,6 +1,7 @@
 package tracer
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -10,17 +11,65 @@ import (
 var processID = os.Getpid()
 
 // A sink receives the encoded trace. Every Write holds whole events and
-// ends on an event boundary.
+// ends on an event boundary. Sink is its public form.
 type sink interface {
 	io.Writer
 	Close() error
 }
 
-// openFileSink creates or truncates the file at path.
-func openFileSink(path string) (*os.File, error) {
+// A fileSink writes the trace to a regular file and keeps the file whole
+// across failed writes: a write that fails part-way (a full disk, a file
+// size limit) is cut back off the file, so the file ends on the last whole
+// write, whatever happens later. Undoing a partial write matters more for
+// a gzip file than for JSON: Perfetto refuses a whole trace whose last gzip
+// member is cut short.
+type fileSink struct {
+	f    *os.File
+	path string
+	size int64 // bytes of whole writes in the file
+}
+
+// openFile creates or truncates the file at path and returns the sink for
+// it: a fileSink for a regular file, and a writerSink for anything else,
+// such as /dev/stdout or a named pipe, which cannot be cut back.
+func openFile(path string) (sink, error) {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("tracer: %w", err)
 	}
-	return f, nil
+	if fi, err := f.Stat(); err == nil && !fi.Mode().IsRegular() {
+		return newWriterSink(f, f.Close), nil
+	}
+	return &fileSink{f: f, path: path}, nil
 }
+
+func (s *fileSink) Write(p []byte) (int, error) {
+	n, err := s.f.Write(p)
+	if err == nil {
+		s.size += int64(n)
+		return n, nil
+	}
+	if n > 0 {
+		if terr := s.undo(); terr != nil {
+			// The file is cut in the middle of an event. Count what is
+			// there, so the next write does not truncate it again; the
+			// error says what happened.
+			s.size += int64(n)
+			return n, errors.Join(err, terr)
+		}
+	}
+	return 0, err
+}
+
+// undo cuts the file back to its last whole write.
+func (s *fileSink) undo() error {
+	if err := s.f.Truncate(s.size); err != nil {
+		return fmt.Errorf("tracer: cutting back a partial write: %w", err)
+	}
+	if _, err := s.f.Seek(s.size, io.SeekStart); err != nil {
+		return fmt.Errorf("tracer: cutting back a partial write: %w", err)
+	}
+	return nil
+}
+
+func (s *fileSink) Close() error { return s.f.Close() }

@@ -82,32 +82,39 @@ type Tracer struct {
 // Stats counts what a Tracer did with the events it was given.
 type Stats struct {
 	Events     uint64 // events written to the sink
-	Bytes      uint64 // bytes written to the sink
+	Bytes      uint64 // bytes written to the sink, before compression
 	Flushes    uint64 // batches written
 	Dropped    uint64 // events dropped because a ring buffer was full
 	Late       uint64 // events recorded after Close began, never written
 	SinkErrors uint64 // failed writes; their events are in Lost
 	Lost       uint64 // events encoded but lost because the sink failed
 	Unmatched  uint64 // span ends that matched no open span of their goroutine
+
+	// Overwritten counts the events a FlightRecorder pushed out of its
+	// window to make room for newer ones: the point of the window, not a
+	// loss like Dropped.
+	Overwritten uint64
 }
 
 // New creates a Tracer writing to the file at path, truncating it. The file
 // holds a loadable trace from the moment New returns: its first line is "["
 // and its second the process_name event. The caller must Close the tracer
 // to end the file cleanly; a file left without Close still opens in both
-// viewers.
+// viewers. New returns an error if the file cannot be created or its first
+// line written (as on a full disk).
+//
+// A path ending in ".gz" is gzipped (see WithGzip), and WithMaxFileSize
+// rotates the file. NewWriter writes to any io.Writer instead.
 func New(path string, opts ...Option) (*Tracer, error) {
-	o := defaultOptions()
-	for _, opt := range opts {
-		if err := opt(&o); err != nil {
-			return nil, err
-		}
-	}
-	s, err := openFileSink(path)
+	o, err := buildOptions(opts)
 	if err != nil {
 		return nil, err
 	}
-	t, err := newTracer(s, o, &pageAligner{})
+	s, _, err := openSink(path, &o.sink)
+	if err != nil {
+		return nil, err
+	}
+	t, err := newTracer(s, o)
 	if err != nil {
 		s.Close()
 		return nil, err
@@ -115,9 +122,8 @@ func New(path string, opts ...Option) (*Tracer, error) {
 	return t, nil
 }
 
-// newTracer starts a tracer writing to s. pages is non-nil when s is a
-// file, to keep page boundaries on event boundaries.
-func newTracer(s sink, o options, pages *pageAligner) (*Tracer, error) {
+// newTracer starts a tracer writing to s.
+func newTracer(s sink, o options) (*Tracer, error) {
 	verifyGoid()
 	if o.onError == nil {
 		o.onError = printErrorOnce()
@@ -133,7 +139,6 @@ func newTracer(s sink, o options, pages *pageAligner) (*Tracer, error) {
 	wall := time.Now()
 	t.base = nanotime()
 	t.flusher.init(t, s, wall)
-	t.flusher.pages = pages
 	if err := t.flusher.writeHeader(); err != nil {
 		return nil, fmt.Errorf("tracer: writing trace header: %w", err)
 	}
@@ -237,6 +242,20 @@ func Start(path string, opts ...Option) error {
 	}
 	if !std.CompareAndSwap(nil, unsafe.Pointer(t)) {
 		t.Close()
+		return ErrStarted
+	}
+	return nil
+}
+
+// SetDefault makes t, which may be a FlightRecorder's or one writing to a
+// Sink, the default tracer that the package-level functions use. It
+// returns ErrStarted if the default tracer is already running. Stop closes
+// t.
+func SetDefault(t *Tracer) error {
+	if t == nil {
+		return errors.New("tracer: SetDefault of a nil Tracer")
+	}
+	if !std.CompareAndSwap(nil, unsafe.Pointer(t)) {
 		return ErrStarted
 	}
 	return nil

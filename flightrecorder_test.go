@@ -1,0 +1,222 @@
+package tracer
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// takeTrace takes a flight recording and parses it as strict JSON.
+func takeTrace(t testing.TB, r *FlightRecorder) []event {
+	t.Helper()
+	var buf bytes.Buffer
+	n, err := r.WriteTo(&buf)
+	require.NoError(t, err)
+	require.EqualValues(t, buf.Len(), n)
+	require.True(t, bytes.HasPrefix(buf.Bytes(), []byte("[\n{\"name\":\"process_name\"")), "%.60q", buf.Bytes())
+	var evs []event
+	dec := json.NewDecoder(&buf)
+	dec.DisallowUnknownFields()
+	require.NoError(t, dec.Decode(&evs), "a flight recording is strict JSON")
+	return evs
+}
+
+func newFlightRecorder(t *testing.T, cfg FlightRecorderConfig, opts ...Option) *FlightRecorder {
+	t.Helper()
+	r, err := NewFlightRecorder(cfg, opts...)
+	require.NoError(t, err)
+	t.Cleanup(func() { r.Close() })
+	return r
+}
+
+func TestFlightRecorderKeepsTheNewestEvents(t *testing.T) {
+	tests := []struct {
+		name     string
+		cfg      FlightRecorderConfig
+		events   int
+		flushAt  int // flush every flushAt events
+		wantLast int // the window holds the last wantLast instants
+	}{
+		{"fewer than the window", FlightRecorderConfig{MaxEvents: 100}, 60, 1000, 60},
+		{"one batch", FlightRecorderConfig{MaxEvents: 100}, 1000, 1000, 100},
+		{"many batches", FlightRecorderConfig{MaxEvents: 100}, 1000, 30, 100},
+		{"batches smaller than the window", FlightRecorderConfig{MaxEvents: 250}, 1000, 7, 250},
+		// Each instant is 100-odd bytes: the byte limit cuts first.
+		{"by bytes", FlightRecorderConfig{MaxEvents: 1000, MaxBytes: 50 * 120}, 1000, 64, -1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newFlightRecorder(t, tt.cfg, WithFlushInterval(10*time.Second), WithBufferSize(4096))
+			r.SetGoroutineName("recorder")
+			for i := 0; i < tt.events; i++ {
+				r.Instant("tick", Int("seq", i))
+				if i%tt.flushAt == tt.flushAt-1 {
+					require.NoError(t, r.Flush())
+				}
+			}
+			evs := takeTrace(t, r)
+			ticks := byPhase(evs, "i")
+			if tt.wantLast < 0 {
+				held := r.flusher.win.bytes
+				assert.LessOrEqual(t, held, tt.cfg.MaxBytes)
+				assert.Greater(t, held+100, tt.cfg.MaxBytes, "one more event would not fit")
+				assert.Equal(t, strings.Count(string(r.flusher.win.chunks[0].buf[r.flusher.win.chunks[0].off:]), "\n"), r.flusher.win.chunks[0].events)
+			} else {
+				require.Len(t, ticks, tt.wantLast)
+			}
+			for i, e := range ticks {
+				assert.EqualValues(t, tt.events-len(ticks)+i, e.Args["seq"], "the newest events, in order")
+			}
+			assert.Equal(t, "recorder", find(t, evs, "M", "thread_name").Args["name"], "the name outlives the window")
+			st := r.Stats()
+			assert.Zero(t, st.Dropped)
+			assert.EqualValues(t, tt.events+1, st.Events, "the window took every event and the name")
+			assert.EqualValues(t, st.Events-st.Overwritten, len(ticks)+countNames(evs[1:len(evs)-1])-1,
+				"what is not overwritten is in the trace (the name once more, from the memory of names)")
+		})
+	}
+}
+
+func countNames(evs []event) int { return len(byPhase(evs, "M")) }
+
+func TestFlightRecorderMaxAge(t *testing.T) {
+	r := newFlightRecorder(t, FlightRecorderConfig{MaxAge: 50 * time.Millisecond}, WithFlushInterval(5*time.Millisecond))
+	r.Instant("old")
+	require.NoError(t, r.Flush())
+	time.Sleep(100 * time.Millisecond)
+	r.Instant("new")
+	evs := takeTrace(t, r)
+	find(t, evs, "i", "new")
+	for _, e := range evs {
+		assert.NotEqual(t, "old", e.Name, "events older than MaxAge are gone")
+	}
+	assert.GreaterOrEqual(t, r.Stats().Overwritten, uint64(1))
+}
+
+// TestFlightRecorderSpans checks that spans come out balanced whatever the
+// window cut off: ended spans are X events, Begin's too, and spans still
+// open are B events without E.
+func TestFlightRecorderSpans(t *testing.T) {
+	r := newFlightRecorder(t, FlightRecorderConfig{MaxEvents: 50}, WithFlushInterval(time.Millisecond))
+	r.SetGoroutineName("main")
+	request := r.Span("slow request", String("path", "/x"))
+	region := r.Begin("region")
+	for i := 0; i < 200; i++ {
+		r.Span("step", Int("i", i))()
+		if i%10 == 0 {
+			time.Sleep(time.Millisecond) // let the flusher take batches
+		}
+	}
+	done := r.Begin("short begin")
+	done()
+	evs := takeTrace(t, r)
+	checkTracks(t, evs)
+	assert.Empty(t, byPhase(evs, "E"), "no E can lose its B to the window's edge")
+	b := byPhase(evs, "B")
+	require.Len(t, b, 2, "the open spans, outermost first")
+	assert.Equal(t, "slow request", b[0].Name)
+	assert.Equal(t, map[string]any{"path": "/x"}, b[0].Args)
+	assert.Equal(t, "region", b[1].Name)
+	find(t, evs, "X", "short begin")
+	assert.LessOrEqual(t, len(byPhase(evs, "X")), 50)
+
+	// Taking a trace does not empty the window; the spans that ended
+	// since are X events now.
+	region()
+	request()
+	evs = takeTrace(t, r)
+	checkTracks(t, evs)
+	assert.Empty(t, byPhase(evs, "B"))
+	find(t, evs, "X", "slow request")
+	find(t, evs, "X", "region")
+}
+
+func TestFlightRecorderShowsDrops(t *testing.T) {
+	r := newFlightRecorder(t, FlightRecorderConfig{MaxEvents: 10000}, WithBufferSize(64), WithFlushInterval(10*time.Second))
+	for i := 0; i < 1000; i++ {
+		r.Instant("flood")
+	}
+	dropped := r.Stats().Dropped
+	require.Greater(t, dropped, uint64(0))
+	evs := takeTrace(t, r)
+	last := evs[len(evs)-1]
+	assert.Equal(t, "tracer.dropped", last.Name)
+	assert.EqualValues(t, dropped, last.Args["events"])
+	assert.EqualValues(t, 1000-dropped, len(byPhase(evs, "i")))
+	assert.Zero(t, r.Stats().Overwritten, "drops are not overwrites")
+}
+
+func TestFlightRecorderWriteFile(t *testing.T) {
+	tests := []struct {
+		name string
+		file string
+		opts []Option
+		gzip bool
+	}{
+		{"plain", "dump.json", nil, false},
+		{"gzip by extension", "dump.json.gz", nil, true},
+		{"gzip by option", "dump.json", []Option{WithGzip(9)}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newFlightRecorder(t, FlightRecorderConfig{MaxEvents: 100}, tt.opts...)
+			r.Span("work")()
+			path := filepath.Join(t.TempDir(), tt.file)
+			require.NoError(t, r.WriteFile(path))
+			var evs []event
+			if tt.gzip {
+				evs = readClosedGzip(t, path)
+			} else {
+				evs = readClosed(t, path)
+			}
+			find(t, evs, "X", "work")
+		})
+	}
+}
+
+func TestFlightRecorderErrors(t *testing.T) {
+	for _, tt := range []struct {
+		cfg  FlightRecorderConfig
+		opts []Option
+		err  string
+	}{
+		{FlightRecorderConfig{}, nil, "needs MaxEvents or MaxAge"},
+		{FlightRecorderConfig{MaxEvents: -1}, nil, "negative"},
+		{FlightRecorderConfig{MaxAge: time.Second, MaxBytes: -1}, nil, "negative"},
+		{FlightRecorderConfig{MaxEvents: 10}, []Option{WithMaxFileSize(1 << 20)}, "no files to rotate"},
+		{FlightRecorderConfig{MaxEvents: 10}, []Option{WithGzip(12)}, "gzip level"},
+	} {
+		_, err := NewFlightRecorder(tt.cfg, tt.opts...)
+		assert.ErrorContains(t, err, tt.err)
+	}
+	r, err := NewFlightRecorder(FlightRecorderConfig{MaxEvents: 10})
+	require.NoError(t, err)
+	require.NoError(t, r.Close())
+	_, err = r.WriteTo(&bytes.Buffer{})
+	assert.ErrorIs(t, err, ErrClosed)
+	assert.ErrorIs(t, r.WriteFile(filepath.Join(t.TempDir(), "x.json")), ErrClosed)
+}
+
+// TestFlightRecorderAsDefault takes a trace of what the package-level
+// functions recorded.
+func TestFlightRecorderAsDefault(t *testing.T) {
+	r, err := NewFlightRecorder(FlightRecorderConfig{MaxEvents: 100})
+	require.NoError(t, err)
+	require.NoError(t, SetDefault(r.Tracer))
+	assert.ErrorIs(t, SetDefault(r.Tracer), ErrStarted)
+	func() { defer Span("handler")() }()
+	path := filepath.Join(t.TempDir(), "dump.json")
+	require.NoError(t, r.WriteFile(path))
+	require.NoError(t, Stop())
+	find(t, readClosed(t, path), "X", "handler")
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	assert.True(t, strings.HasSuffix(string(data), "}\n]\n"))
+}

@@ -1,0 +1,263 @@
+package tracer
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// flakyWriter fails every third write: with no byte written, or, if
+// short is set, after writing half of it.
+type flakyWriter struct {
+	buf   bytes.Buffer
+	calls int
+	short bool
+}
+
+func (w *flakyWriter) Write(p []byte) (int, error) {
+	w.calls++
+	if w.calls%3 != 0 {
+		return w.buf.Write(p)
+	}
+	if w.short {
+		w.buf.Write(p[:len(p)/2])
+		return len(p) / 2, fmt.Errorf("short write")
+	}
+	return 0, fmt.Errorf("write failed")
+}
+
+// errorLog collects what the error handler is given.
+type errorLog struct {
+	mu   sync.Mutex
+	errs []error
+}
+
+func (l *errorLog) handle(err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.errs = append(l.errs, err)
+}
+
+func (l *errorLog) len() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.errs)
+}
+
+// faultWorkload records spans that cross flushes, so that failed writes
+// hold B events whose E events come later, and flushes after each step:
+// four writes a round, so that every step meets a failing write.
+func faultWorkload(t *testing.T, tr *Tracer, rounds int) {
+	tr.SetGoroutineName("worker")
+	for i := 0; i < rounds; i++ {
+		outer := tr.Begin("outer", Int("i", i))
+		tr.Flush() // errors go to the handler
+		for j := 0; j < 20; j++ {
+			tr.Span("inner", Int("j", j))()
+		}
+		tr.Flush()
+		outer()
+		tr.Flush()
+		tr.Instant("round", Int("i", i))
+		tr.Flush()
+	}
+}
+
+// parseStream parses a trace that may lack its end.
+func parseStream(t testing.TB, data []byte) []event {
+	t.Helper()
+	if bytes.HasSuffix(data, []byte("}\n]\n")) {
+		data = append(bytes.TrimSuffix(data, []byte("\n]\n")), ",\n"...)
+	}
+	return readCrashed(t, data)
+}
+
+// TestFailingWriter checks that a writer failing every third write, at
+// once or part-way, gets a valid trace of the other writes, with every E
+// event after its B, while the errors are reported and counted.
+func TestFailingWriter(t *testing.T) {
+	for _, tt := range []struct {
+		name        string
+		short, gzip bool
+	}{
+		{"fails", false, false},
+		{"short writes", true, false},
+		{"gzip fails", false, true},
+		{"gzip short writes", true, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			w := &flakyWriter{short: tt.short}
+			var log errorLog
+			opts := []Option{WithErrorHandler(log.handle), WithFlushInterval(10 * time.Second)}
+			if tt.gzip {
+				opts = append(opts, WithGzip(1))
+			}
+			tr, err := NewWriter(w, opts...)
+			require.NoError(t, err)
+			faultWorkload(t, tr, 30)
+			tr.Close()
+
+			st := tr.Stats()
+			assert.Greater(t, st.SinkErrors, uint64(10))
+			assert.Greater(t, st.Lost, uint64(0))
+			assert.EqualValues(t, st.SinkErrors, log.len(), "every failure is reported")
+			data := w.buf.Bytes()
+			if tt.gzip {
+				data = bytes.Join(gunzipMembers(t, data), nil)
+			}
+			evs := parseStream(t, data)
+			checkTracks(t, evs)
+			assert.Greater(t, len(byPhase(evs, "X")), 30*20/2, "the writes that went through are there")
+			assert.Equal(t, "worker", find(t, evs, "M", "thread_name").Args["name"])
+		})
+	}
+}
+
+// TestFailedWriteWritesBeginsAgain checks the mechanism TestFailingWriter
+// relies on: the B event of a failed write is written again, so its E is
+// not orphaned.
+func TestFailedWriteWritesBeginsAgain(t *testing.T) {
+	w := &flakyWriter{}
+	tr, err := NewWriter(w, WithErrorHandler(func(error) {}), WithFlushInterval(10*time.Second))
+	require.NoError(t, err)
+	require.NoError(t, tr.Flush()) // nothing to write: w.calls stays 1
+	end := tr.Begin("lost B")
+	require.NoError(t, tr.Flush()) // call 2: the B goes out
+	end2 := tr.Begin("B in a failed write")
+	require.Error(t, tr.Flush()) // call 3 fails
+	time.Sleep(2 * time.Millisecond)
+	end2()
+	end()
+	require.NoError(t, tr.Close())
+	evs := parseStream(t, w.buf.Bytes())
+	checkTracks(t, evs)
+	find(t, evs, "E", "lost B")
+	find(t, evs, "X", "B in a failed write")
+}
+
+func TestDevFull(t *testing.T) {
+	if _, err := os.Stat("/dev/full"); err != nil {
+		t.Skip("no /dev/full")
+	}
+	for _, path := range []string{"/dev/full", filepath.Join(t.TempDir(), "full.json.gz")} {
+		if strings.HasSuffix(path, ".gz") {
+			// A .gz path that is /dev/full under another name.
+			require.NoError(t, os.Symlink("/dev/full", path))
+		}
+		_, err := New(path)
+		assert.ErrorIs(t, err, syscall.ENOSPC, "New reports that not even the head can be written")
+	}
+}
+
+// TestRemovedDirectory removes the directory of a rotated trace while it
+// records: rotating fails, is reported once per attempt, and recording goes
+// on into the open file.
+func TestRemovedDirectory(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "traces")
+	require.NoError(t, os.Mkdir(dir, 0o755))
+	var log errorLog
+	tr, err := New(filepath.Join(dir, "trace.json"), WithMaxFileSize(minFileSize), WithErrorHandler(log.handle), WithFlushInterval(10*time.Second))
+	require.NoError(t, err)
+	require.NoError(t, os.RemoveAll(dir))
+	for i := 0; i < 50; i++ {
+		for j := 0; j < 10; j++ {
+			tr.Span("work")()
+		}
+		require.NoError(t, tr.Flush(), "the events still go to the open file")
+	}
+	require.NoError(t, tr.Close())
+	st := tr.Stats()
+	assert.Greater(t, log.len(), 0)
+	assert.Less(t, log.len(), 15, "a failed rotation is tried again after another max size, not at every write")
+	assert.EqualValues(t, log.len(), st.SinkErrors)
+	assert.EqualValues(t, 50*10, st.Events)
+	assert.Zero(t, st.Lost)
+	assert.ErrorIs(t, log.errs[0], os.ErrNotExist)
+}
+
+// TestDefaultErrorHandlerPrintsOnce checks that the default handler prints
+// one line per distinct error however often it fails.
+func TestDefaultErrorHandlerPrintsOnce(t *testing.T) {
+	r, w, err := os.Pipe()
+	require.NoError(t, err)
+	stderr := os.Stderr
+	os.Stderr = w
+	defer func() { os.Stderr = stderr }()
+
+	tr, err := NewWriter(&flakyWriter{}, WithFlushInterval(10*time.Second))
+	require.NoError(t, err)
+	for i := 0; i < 30; i++ {
+		tr.Instant("x")
+		tr.Flush()
+	}
+	tr.Close()
+	os.Stderr = stderr
+	w.Close()
+	var lines []string
+	for s := bufio.NewScanner(r); s.Scan(); {
+		lines = append(lines, s.Text())
+	}
+	assert.Greater(t, tr.Stats().SinkErrors, uint64(5))
+	assert.Equal(t, []string{"tracer: write failed (further identical errors are counted in Stats, not printed)"}, lines)
+}
+
+const fsizeChildEnv = "TRACER_FSIZE_CHILD"
+
+// TestFileSizeLimitChild writes a trace under a file size limit, so that
+// writes fail part-way as on a full disk, and prints its Stats.
+func TestFileSizeLimitChild(t *testing.T) {
+	path := os.Getenv(fsizeChildEnv)
+	if path == "" {
+		t.Skip("helper process for TestShortWritesAreCutBack")
+	}
+	// Go ignores SIGXFSZ: a write past the limit fails with EFBIG.
+	require.NoError(t, syscall.Setrlimit(syscall.RLIMIT_FSIZE, &syscall.Rlimit{Cur: 40 << 10, Max: 40 << 10}))
+	var log errorLog
+	tr, err := New(path, WithErrorHandler(log.handle), WithFlushInterval(10*time.Second))
+	require.NoError(t, err)
+	for i := 0; tr.Stats().SinkErrors < 5; i++ {
+		for j := 0; j < 50; j++ {
+			tr.Span("work", Int("i", i), Int("j", j))()
+		}
+		tr.Flush()
+	}
+	tr.Close()
+	fmt.Printf("STATS %d %d %v\n", tr.Stats().SinkErrors, tr.Stats().Events, errors.Is(log.errs[0], syscall.EFBIG))
+}
+
+// TestShortWritesAreCutBack checks that a write that fails part-way is cut
+// back off the file: the file ends on its last whole write, plain or gzip.
+func TestShortWritesAreCutBack(t *testing.T) {
+	for _, name := range []string{"trace.json", "trace.json.gz"} {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), name)
+			cmd := exec.Command(os.Args[0], "-test.run=^TestFileSizeLimitChild$", "-test.v")
+			cmd.Env = append(os.Environ(), fsizeChildEnv+"="+path)
+			out, err := cmd.CombinedOutput()
+			require.NoError(t, err, "%s", out)
+			require.Contains(t, string(out), "STATS 5 ")
+			require.Contains(t, string(out), " true\n", "the error is EFBIG")
+
+			data, err := os.ReadFile(path)
+			require.NoError(t, err)
+			assert.Less(t, len(data), 40<<10)
+			if filepath.Ext(name) == ".gz" {
+				data = bytes.Join(gunzipMembers(t, data), nil)
+			}
+			evs := parseStream(t, data)
+			assert.Greater(t, len(byPhase(evs, "X")), 100)
+		})
+	}
+}

@@ -1,0 +1,349 @@
+package tracer
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// Rotation. With WithMaxFileSize, the trace at path is cut into files of
+// about that size. path always holds the newest events; when it is full,
+// it is closed (ending its JSON array) and renamed with a sequence number
+// before its extension, and a new file is started at path:
+//
+//	trace.json            the current file
+//	trace.000007.json     the file before it
+//	trace.000006.json     ...
+//
+// (trace.000007.json.gz for "trace.json.gz"). Numbers go on from the
+// highest found next to path when the tracer starts, so files of earlier
+// runs keep their place in the order and count against WithMaxFiles.
+//
+// Every file opens alone in both viewers: it starts with "[", the process
+// metadata and wall-clock anchor, and the drop counter, and it names the
+// goroutines whose events it holds (see tracknames.go). A span whose B
+// event is in an earlier file and whose E event is not written yet has its
+// B event written again at the top of the new file, with its start time
+// and args: chrome://tracing refuses an E without a B before it. Read
+// together, the files therefore hold such B events twice.
+
+// sinkOptions says how a path becomes a sink.
+type sinkOptions struct {
+	gzip     bool
+	level    int
+	maxSize  int64
+	maxFiles int
+}
+
+func (o *sinkOptions) rotating() bool { return o.maxSize > 0 || o.maxFiles > 0 }
+
+// minFileSize is the smallest size WithMaxFileSize accepts.
+const minFileSize = 4 << 10
+
+// errRotateStream is returned when rotation is asked of a stream.
+var errRotateStream = errors.New("tracer: WithMaxFileSize and WithMaxFiles need a file path")
+
+// WithMaxFileSize starts a new file once the current one holds bytes bytes
+// or more (compressed bytes, for a gzip trace), so that no file grows
+// without bound. The old file is renamed; see WithMaxFiles. A file may
+// pass the limit by up to one write, at most about 256 KiB. The smallest
+// size allowed is 4 KiB.
+func WithMaxFileSize(bytes int64) Option {
+	return func(o *options) error {
+		if bytes < minFileSize {
+			return fmt.Errorf("tracer: max file size %d below %d", bytes, minFileSize)
+		}
+		o.sink.maxSize = bytes
+		return nil
+	}
+}
+
+// WithMaxFiles keeps at most n files of a rotated trace, the current one
+// included, removing the oldest. Zero, the default, keeps them all. It
+// needs WithMaxFileSize.
+func WithMaxFiles(n int) Option {
+	return func(o *options) error {
+		if n < 0 {
+			return fmt.Errorf("tracer: max files %d is negative", n)
+		}
+		o.sink.maxFiles = n
+		return nil
+	}
+}
+
+// openSink opens the sink for path: a file, gzipped when path ends in
+// ".gz" or WithGzip was given, and rotated with WithMaxFileSize. It
+// returns the rotator too, or nil.
+func openSink(path string, o *sinkOptions) (sink, *rotator, error) {
+	if strings.HasSuffix(path, ".gz") && !o.gzip {
+		o.gzip, o.level = true, DefaultGzipLevel
+	}
+	if o.maxFiles > 0 && o.maxSize == 0 {
+		return nil, nil, errors.New("tracer: WithMaxFiles needs WithMaxFileSize")
+	}
+	if o.maxSize > 0 {
+		r, err := newRotator(path, o)
+		if err != nil {
+			return nil, nil, err
+		}
+		return r, r, nil
+	}
+	s, err := openFile(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !o.gzip {
+		if fs, ok := s.(*fileSink); ok {
+			return &pageAligned{file: fs}, nil, nil
+		}
+		return s, nil, nil
+	}
+	g := newGzipSink(s, o.level)
+	if fs, ok := s.(*fileSink); ok {
+		g.path = fs.path
+	} else {
+		s.(*writerSink).whole = true
+	}
+	return g, nil, nil
+}
+
+// A rotator is the sink of a rotated trace: it writes to the current file
+// and, driven by the flusher, which writes each file's head and end,
+// replaces it by a new one.
+type rotator struct {
+	path      string
+	base, ext string // path is base+ext; a rotated file is base.NNNNNN+ext
+	opts      sinkOptions
+
+	file  *fileSink // the current file
+	out   sink      // file, or a gzipSink writing to it
+	next  int       // the sequence number of the next rotated file
+	limit int64     // the size at which to rotate: maxSize, or more after a failure
+
+	retired     sync.WaitGroup
+	lastRetired chan struct{} // closed when the latest retirement is done
+
+	mu      sync.Mutex // guards what follows, shared with retire
+	rotated []int      // sequence numbers of the rotated files on disk, oldest first
+	errs    []error    // from retire, for the flusher to report
+}
+
+func newRotator(path string, o *sinkOptions) (*rotator, error) {
+	r := &rotator{path: path, opts: *o, limit: o.maxSize}
+	r.ext = filepath.Ext(path)
+	if r.ext == ".gz" {
+		r.ext = filepath.Ext(strings.TrimSuffix(path, ".gz")) + ".gz"
+	}
+	r.base = strings.TrimSuffix(path, r.ext)
+	if err := r.findRotated(); err != nil {
+		return nil, fmt.Errorf("tracer: %w", err)
+	}
+	if err := r.open(); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// name returns the name of the rotated file with sequence number seq.
+func (r *rotator) name(seq int) string {
+	return fmt.Sprintf("%s.%06d%s", r.base, seq, r.ext)
+}
+
+// findRotated lists the rotated files an earlier run left next to path.
+func (r *rotator) findRotated() error {
+	dir, prefix := filepath.Split(r.base)
+	entries, err := os.ReadDir(filepath.Clean(dir + "."))
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		mid, ok := strings.CutPrefix(e.Name(), prefix+".")
+		if mid, ok = strings.CutSuffix(mid, r.ext); !ok {
+			continue
+		}
+		if seq, err := strconv.Atoi(mid); err == nil && seq >= 0 && fmt.Sprintf("%06d", seq) == mid {
+			r.rotated = append(r.rotated, seq)
+		}
+	}
+	slices.Sort(r.rotated)
+	if n := len(r.rotated); n > 0 {
+		r.next = r.rotated[n-1] + 1
+	} else {
+		r.next = 1
+	}
+	return nil
+}
+
+// open starts a new, empty current file at path.
+func (r *rotator) open() error {
+	s, err := openFile(r.path)
+	if err != nil {
+		return err
+	}
+	fs, ok := s.(*fileSink)
+	if !ok {
+		s.Close()
+		return fmt.Errorf("tracer: %s is not a regular file, which rotation needs", r.path)
+	}
+	r.file, r.out = fs, &pageAligned{file: fs}
+	if r.opts.gzip {
+		g := newGzipSink(fs, r.opts.level)
+		g.path = r.path
+		r.out = g
+	}
+	return nil
+}
+
+func (r *rotator) Write(p []byte) (int, error) { return r.out.Write(p) }
+
+// Close closes the current file and waits for the rotated ones to be
+// finished.
+func (r *rotator) Close() error {
+	err := r.out.Close()
+	r.retired.Wait()
+	return errors.Join(append(r.takeErrors(), err)...)
+}
+
+// due reports whether the current file is full.
+func (r *rotator) due() bool { return r.file.size >= r.limit }
+
+// empty reports whether the current file holds nothing yet, not even its
+// head.
+func (r *rotator) empty() bool { return r.file.size == 0 }
+
+// batchLimit returns how many uncompressed bytes to encode before the next
+// write, so that a file passes its limit by little.
+func (r *rotator) batchLimit() int {
+	room := r.limit - r.file.size
+	if g, ok := r.out.(*gzipSink); ok && r.file.size > 0 {
+		room = room * g.raw / r.file.size
+	}
+	return int(min(max(room, 16<<10), batchBytes))
+}
+
+// swap renames the current file to its rotated name and opens a new one at
+// path. It returns the old file's sink and sequence number, for the
+// flusher to write its end and hand to retire. If it fails, the current
+// file stays, and swap is tried again once the file has grown by another
+// maxSize.
+func (r *rotator) swap() (sink, int, error) {
+	seq := r.next
+	rotated := r.name(seq)
+	oldFile, old := r.file, r.out
+	if err := os.Rename(r.path, rotated); err != nil {
+		r.limit = oldFile.size + r.opts.maxSize
+		return nil, 0, fmt.Errorf("tracer: rotating: %w", err)
+	}
+	if err := r.open(); err != nil {
+		os.Rename(rotated, r.path) // undo, so path keeps the newest events
+		r.limit = oldFile.size + r.opts.maxSize
+		return nil, 0, fmt.Errorf("tracer: rotating: %w", err)
+	}
+	r.next++
+	r.limit = r.opts.maxSize
+	if g, ok := old.(*gzipSink); ok {
+		g.path = rotated
+		if r.opts.maxFiles == 1 {
+			g.path = "" // about to be removed: not worth joining
+		}
+	}
+	r.mu.Lock()
+	r.rotated = append(r.rotated, seq)
+	r.mu.Unlock()
+	return old, seq, nil
+}
+
+// retire closes the sink of a rotated file, which joins its gzip members,
+// and removes the oldest files beyond maxFiles, in the background: joining
+// reads the whole file, and the flusher must not wait for it. Each
+// retirement waits for the one before and removes no file newer than its
+// own, so that no file is removed before it is finished.
+func (r *rotator) retire(old sink, seq int) {
+	r.retired.Add(1)
+	prev, done := r.lastRetired, make(chan struct{})
+	r.lastRetired = done
+	go func() {
+		defer r.retired.Done()
+		defer close(done)
+		if prev != nil {
+			<-prev
+		}
+		err := old.Close()
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if err != nil {
+			r.errs = append(r.errs, err)
+		}
+		for r.opts.maxFiles > 0 && len(r.rotated) > r.opts.maxFiles-1 && r.rotated[0] <= seq {
+			if err := os.Remove(r.name(r.rotated[0])); err != nil && !errors.Is(err, os.ErrNotExist) {
+				r.errs = append(r.errs, fmt.Errorf("tracer: removing an old file: %w", err))
+			}
+			r.rotated = r.rotated[1:]
+		}
+	}()
+}
+
+// takeErrors returns the errors of past retirements.
+func (r *rotator) takeErrors() []error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	errs := r.errs
+	r.errs = nil
+	return errs
+}
+
+// rotate is called by the flusher after every write, with nothing encoded
+// and not written: it starts a new file when the current one is full, and
+// writes the head of the current file if it has none yet (a new file, or
+// one whose first write failed).
+func (f *flusher) rotate() {
+	r := f.rot
+	for _, err := range r.takeErrors() {
+		f.fail(err)
+	}
+	if r.due() {
+		if old, seq, err := r.swap(); err != nil {
+			f.fail(err)
+		} else {
+			f.appendEnd()
+			if _, err := old.Write(f.enc.buf); err != nil {
+				f.fail(err)
+			}
+			f.enc.buf = f.enc.buf[:0]
+			r.retire(old, seq)
+			f.names.newFile()
+		}
+	}
+	if r.empty() && len(f.enc.buf) == 0 {
+		f.appendHeader()
+		f.appendDropCounter(nanotime())
+		f.reopenSpans()
+		f.names.appendPending(&f.enc)
+		// If this write fails, the head stays in the buffer and goes out
+		// with the next batch, which it must precede.
+		if n, err := r.Write(f.enc.buf); err != nil {
+			f.fail(err)
+		} else {
+			f.bytes.Add(uint64(n))
+			f.enc.buf = f.enc.buf[:0]
+		}
+	}
+	f.batchLimit = r.batchLimit()
+}
+
+// reopenSpans writes again the B events of the spans whose B event is in
+// an earlier file and whose E event is yet to come, outermost first.
+func (f *flusher) reopenSpans() {
+	for _, s := range f.open.stacks {
+		for i := range *s {
+			if o := &(*s)[i]; o.written {
+				f.enc.begin(&o.start, o.cont)
+			}
+		}
+	}
+}

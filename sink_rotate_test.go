@@ -1,0 +1,277 @@
+package tracer
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// traceFiles returns the files in dir, oldest first: the rotated ones by
+// sequence number, then the current one.
+func traceFiles(t testing.TB, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	var rotated []string
+	current := ""
+	for _, e := range entries {
+		if regexp.MustCompile(`^trace\.\d{6}\.json(\.gz)?$`).MatchString(e.Name()) {
+			rotated = append(rotated, filepath.Join(dir, e.Name()))
+		} else if regexp.MustCompile(`^trace\.json(\.gz)?$`).MatchString(e.Name()) {
+			current = filepath.Join(dir, e.Name())
+		}
+	}
+	sort.Strings(rotated)
+	if current != "" {
+		rotated = append(rotated, current)
+	}
+	return rotated
+}
+
+// rotationWorkload records from four named goroutines, each with a span
+// open from start to end, flushing often so that the trace rotates many
+// times. It returns how many X events it recorded.
+func rotationWorkload(t *testing.T, tr *Tracer) int {
+	const workers, rounds, spans = 4, 30, 40
+	ends := make([]func(), workers)
+	var wg sync.WaitGroup
+	start := make([]chan bool, workers)
+	for w := range workers {
+		start[w] = make(chan bool)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			tr.SetGoroutineName(fmt.Sprintf("worker %d", w))
+			tr.SetGoroutineSortIndex(w)
+			lifetime := tr.Begin("lifetime", Int("w", w))
+			for round := range start[w] {
+				if !round {
+					break
+				}
+				for i := 0; i < spans; i++ {
+					tr.Span("job", Int("w", w), Int("i", i), String("pad", "some text to fill the files"))()
+				}
+			}
+			ends[w] = lifetime
+			lifetime()
+		}()
+	}
+	for range rounds {
+		for w := range workers {
+			start[w] <- true
+		}
+		require.NoError(t, tr.Flush())
+	}
+	for w := range workers {
+		close(start[w])
+	}
+	wg.Wait()
+	return workers * rounds * spans
+}
+
+func TestRotation(t *testing.T) {
+	tests := []struct {
+		name     string
+		file     string
+		maxSize  int64
+		maxFiles int
+	}{
+		{"plain, all kept", "trace.json", 16 << 10, 0},
+		{"plain, three kept", "trace.json", 16 << 10, 3},
+		{"gzip, all kept", "trace.json.gz", 4 << 10, 0},
+		{"gzip, two kept", "trace.json.gz", 4 << 10, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, tt.file)
+			var errs []error
+			tr, err := New(path, WithMaxFileSize(tt.maxSize), WithMaxFiles(tt.maxFiles), WithFlushInterval(10*time.Second),
+				WithErrorHandler(func(err error) { errs = append(errs, err) }))
+			require.NoError(t, err)
+			recorded := rotationWorkload(t, tr)
+			require.NoError(t, tr.Close())
+			st := tr.Stats()
+			require.Zero(t, st.Dropped+st.SinkErrors+st.Lost, "errors: %v", errs)
+
+			files := traceFiles(t, dir)
+			entries, _ := os.ReadDir(dir)
+			require.Len(t, entries, len(files), "nothing but trace files is left, not even a temporary one")
+			if tt.maxFiles > 0 {
+				require.Len(t, files, tt.maxFiles, "older files are removed")
+			} else {
+				require.Greater(t, len(files), 3, "the workload must rotate a few times")
+			}
+			assert.Equal(t, path, files[len(files)-1])
+
+			var wall any
+			xs, ended := 0, 0
+			for i, file := range files {
+				var evs []event
+				if filepath.Ext(file) == ".gz" {
+					evs = readClosedGzip(t, file)
+				} else {
+					evs = readClosed(t, file)
+				}
+				fi, err := os.Stat(file)
+				require.NoError(t, err)
+				if i < len(files)-1 {
+					assert.Less(t, fi.Size(), 2*tt.maxSize+4<<10, "%s: a file passes its limit by at most one write", file)
+				}
+
+				// Each file stands alone: process metadata with the same
+				// anchor, the drop counter, balanced tracks, named goroutines.
+				require.Equal(t, "process_name", evs[0].Name, file)
+				if wall == nil {
+					wall = evs[0].Args["ts0_wall"]
+				}
+				assert.Equal(t, wall, evs[0].Args["ts0_wall"], file)
+				assert.Equal(t, "tracer.dropped", evs[1].Name, file)
+				assert.Equal(t, "tracer.dropped", evs[len(evs)-1].Name, file)
+				checkTracks(t, evs)
+				names, sorts := map[uint64]string{}, map[uint64]bool{}
+				for _, e := range byPhase(evs, "M") {
+					switch e.Name {
+					case "thread_name":
+						names[e.Tid] = e.Args["name"].(string)
+					case "thread_sort_index":
+						sorts[e.Tid] = true
+					}
+				}
+				lifetimes := 0
+				for _, e := range evs {
+					switch e.Ph {
+					case "X", "B", "E":
+						want := "worker"
+						if w, ok := e.Args["w"]; ok { // E events carry no args
+							want = fmt.Sprintf("worker %.0f", w)
+						}
+						assert.Contains(t, names[e.Tid], want, "%s: %s %s must have its goroutine named", file, e.Ph, e.Name)
+						assert.True(t, sorts[e.Tid], "%s: goroutine %d must have its sort index", file, e.Tid)
+					}
+					if e.Ph == "B" && e.Name == "lifetime" {
+						lifetimes++
+					}
+				}
+				assert.Equal(t, 4-ended, lifetimes, "%s: the spans open across rotations begin again in every file", file)
+				ended += len(byPhase(evs, "E"))
+				xs += len(byPhase(evs, "X"))
+			}
+			if tt.maxFiles == 0 {
+				assert.Equal(t, recorded, xs, "every span is in exactly one file")
+			}
+		})
+	}
+}
+
+// TestRotationNumbering checks that numbers go on from the files an
+// earlier run left, that those count against WithMaxFiles, and that
+// unrelated files are left alone.
+func TestRotationNumbering(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"trace.000001.json", "trace.000003.json", "trace.000009.json.gz", "trace.x.json", "trace.json.000002", "other.000004.json"} {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte("old"), 0o644))
+	}
+	tr, err := New(filepath.Join(dir, "trace.json"), WithMaxFileSize(minFileSize), WithMaxFiles(3), WithFlushInterval(10*time.Second))
+	require.NoError(t, err)
+	for f := 0; f < 2; f++ {
+		for i := 0; i < 100; i++ {
+			tr.Span("job", Int("i", i))()
+		}
+		require.NoError(t, tr.Flush())
+	}
+	require.NoError(t, tr.Close())
+	var names []string
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	assert.ElementsMatch(t, []string{
+		"trace.json", "trace.000004.json", "trace.000005.json",
+		"trace.000009.json.gz", "trace.x.json", "trace.json.000002", "other.000004.json",
+	}, names)
+}
+
+func TestRotationOptions(t *testing.T) {
+	dir := t.TempDir()
+	tests := []struct {
+		name string
+		opts []Option
+		err  string
+	}{
+		{"too small", []Option{WithMaxFileSize(100)}, "max file size"},
+		{"negative count", []Option{WithMaxFileSize(1 << 20), WithMaxFiles(-1)}, "negative"},
+		{"count without size", []Option{WithMaxFiles(3)}, "needs WithMaxFileSize"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := New(filepath.Join(dir, "trace.json"), tt.opts...)
+			assert.ErrorContains(t, err, tt.err)
+		})
+	}
+	_, err := NewWriter(os.Stdout, WithMaxFileSize(1<<20))
+	assert.ErrorIs(t, err, errRotateStream)
+}
+
+// TestDropsVisibleInEverySink floods a small ring between flushes and
+// checks that the drop counter tells the drops in every kind of file: at
+// the top of each rotated file (the count so far) and at the very end.
+func TestDropsVisibleInEverySink(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		file string
+		opts []Option
+	}{
+		{"plain", "trace.json", nil},
+		{"gzip", "trace.json.gz", nil},
+		{"rotated", "trace.json", []Option{WithMaxFileSize(minFileSize)}},
+		{"rotated gzip", "trace.json.gz", []Option{WithMaxFileSize(minFileSize)}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			tr, err := New(filepath.Join(dir, tt.file), append(tt.opts, WithBufferSize(64), WithFlushInterval(10*time.Second))...)
+			require.NoError(t, err)
+			for round := 0; round < 10; round++ {
+				for i := 0; i < 200; i++ {
+					tr.Instant("flood", Int("i", i))
+				}
+				require.NoError(t, tr.Flush())
+			}
+			require.NoError(t, tr.Close())
+			dropped := tr.Stats().Dropped
+			require.Greater(t, dropped, uint64(0))
+
+			files := traceFiles(t, dir)
+			seen := 0.0
+			for _, file := range files {
+				var evs []event
+				if filepath.Ext(file) == ".gz" {
+					evs = readClosedGzip(t, file)
+				} else {
+					evs = readClosed(t, file)
+				}
+				for _, c := range byPhase(evs, "C") {
+					require.Equal(t, "tracer.dropped", c.Name)
+					require.GreaterOrEqual(t, c.Args["events"], seen, "%s: the count never goes back", file)
+					seen = c.Args["events"].(float64)
+				}
+				if len(files) > 1 && file != files[0] {
+					assert.Greater(t, byPhase(evs, "C")[0].Args["events"], 0.0, "%s starts with the drops so far", file)
+				}
+			}
+			assert.EqualValues(t, dropped, seen, "the last counter is Stats().Dropped")
+			if len(tt.opts) > 0 {
+				assert.Greater(t, len(files), 1, "the trace must rotate")
+			}
+		})
+	}
+}

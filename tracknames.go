@@ -1,0 +1,161 @@
+package tracer
+
+import (
+	"slices"
+	"strconv"
+)
+
+// A rotated file and a flight recorder's dump must each name the goroutines
+// whose events they hold, but a goroutine's thread_name event was written
+// once, when it was set, perhaps several files ago or long out of the
+// window. So the flusher of such a tracer remembers the name and sort index
+// of every goroutine that set one, and writes them again where they are
+// needed: a rotated file gets a goroutine's name with the first batch that
+// holds one of its events; a dump gets every remembered name.
+//
+// A goroutine's exit cannot be observed, so the memory is bounded instead:
+// it holds at most maxTrackNames goroutines. When it is full, the half (or
+// more) that recorded nothing for the longest time is forgotten; a
+// forgotten goroutine that records again shows in later files as a number
+// instead of its name.
+
+// maxTrackNames bounds how many goroutines' names a flusher remembers:
+// about 100 bytes each, plus the names.
+const maxTrackNames = 4096
+
+// A trackName is what the viewers need to label one goroutine's track.
+type trackName struct {
+	name    string
+	sort    int64
+	hasName bool
+	hasSort bool
+	file    uint64 // the file it was last written to
+	seen    uint64 // when its goroutine last recorded, in flushes
+}
+
+// trackNames remembers goroutine names for the flusher. seen is called for
+// every event the encoder writes, so it caches the last goroutine looked
+// up: events come in runs of one goroutine.
+type trackNames struct {
+	m       map[uint64]*trackName
+	file    uint64   // the current file; 0 when names are only dumped
+	tick    uint64   // flushes so far
+	pending []uint64 // goroutines with events in this batch, not yet named in this file
+
+	lastGid uint64
+	last    *trackName
+}
+
+func newTrackNames() *trackNames {
+	return &trackNames{m: map[uint64]*trackName{}}
+}
+
+// note remembers the name or sort index r sets; r is about to be written
+// to the current file.
+func (n *trackNames) note(r *record) {
+	if r.kind != kindThreadName && r.kind != kindThreadSort {
+		return
+	}
+	tn := n.m[r.gid]
+	if tn == nil {
+		if len(n.m) >= maxTrackNames {
+			n.forget()
+		}
+		tn = &trackName{}
+		n.m[r.gid] = tn
+	}
+	if r.kind == kindThreadName {
+		tn.name, tn.hasName = r.name, true
+	} else {
+		tn.sort, tn.hasSort = int64(r.id), true
+	}
+	tn.seen, tn.file = n.tick, n.file
+	n.lastGid, n.last = r.gid, tn
+}
+
+// seen records that goroutine gid has an event in the batch being encoded.
+func (n *trackNames) see(gid uint64) {
+	tn := n.last
+	if tn == nil || n.lastGid != gid {
+		tn = n.m[gid]
+		if tn == nil {
+			return
+		}
+		n.lastGid, n.last = gid, tn
+	}
+	tn.seen = n.tick
+	if tn.file != n.file {
+		tn.file = n.file
+		n.pending = append(n.pending, gid)
+	}
+}
+
+// forget drops the half of the names whose goroutines recorded nothing for
+// the longest time.
+func (n *trackNames) forget() {
+	ticks := make([]uint64, 0, len(n.m))
+	for _, tn := range n.m {
+		ticks = append(ticks, tn.seen)
+	}
+	slices.Sort(ticks)
+	limit := ticks[len(ticks)/2]
+	for gid, tn := range n.m {
+		if tn.seen <= limit {
+			delete(n.m, gid)
+		}
+	}
+	n.last = nil
+	n.pending = slices.DeleteFunc(n.pending, func(gid uint64) bool { return n.m[gid] == nil })
+}
+
+// newFile starts a file, or forgets which names the current file holds
+// after a write failed: every name is written again where it is needed.
+func (n *trackNames) newFile() {
+	n.file++
+	n.pending = n.pending[:0]
+}
+
+// appendPending appends the names of the goroutines seen in this batch and
+// not yet named in this file, and returns how many events it appended.
+func (n *trackNames) appendPending(e *encoder) int {
+	events := 0
+	for _, gid := range n.pending {
+		if tn := n.m[gid]; tn != nil {
+			events += e.appendTrackName(gid, tn)
+		}
+	}
+	n.pending = n.pending[:0]
+	return events
+}
+
+// appendAll appends every remembered name.
+func (n *trackNames) appendAll(e *encoder) {
+	for gid, tn := range n.m {
+		e.appendTrackName(gid, tn)
+	}
+}
+
+// appendTrackName appends the thread_name and thread_sort_index events of
+// goroutine gid, and returns how many it appended.
+func (e *encoder) appendTrackName(gid uint64, tn *trackName) int {
+	events := 0
+	b := e.buf
+	if tn.hasName {
+		b = append(b, `{"name":"thread_name","ph":"M"`...)
+		b = e.appendIDs(b, gid)
+		b = append(b, `,"args":{"name":`...)
+		b = appendString(b, tn.name)
+		b = append(b, "}},\n"...)
+		events++
+	}
+	if tn.hasSort {
+		b = append(b, `{"name":"thread_sort_index","ph":"M"`...)
+		b = e.appendIDs(b, gid)
+		b = append(b, `,"args":{"sort_index":`...)
+		b = strconv.AppendInt(b, tn.sort, 10)
+		b = append(b, "}},\n"...)
+		events++
+	}
+	e.buf = b
+	return events
+}
