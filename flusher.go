@@ -28,6 +28,10 @@ type flusher struct {
 	reportedDrops uint64
 	closed        atomic.Bool
 
+	align  bool   // keep events off page boundaries: see align.go
+	off    int64  // bytes the sink took so far: the file offset
+	padded []byte // enc.buf with the padding, when align
+
 	events, bytes, flushes, sinkErrors, lost, unmatched atomic.Uint64
 }
 
@@ -39,6 +43,7 @@ type cursor struct {
 
 func (f *flusher) init(t *Tracer, s sink, wall time.Time) {
 	f.t, f.sink, f.wall = t, s, wall
+	f.align = alignsWrites(s)
 	f.enc = encoder{pid: processID, base: t.base, buf: make([]byte, 0, batchBytes+64<<10)}
 }
 
@@ -101,7 +106,7 @@ func (f *flusher) writeHeader() error {
 	}
 	f.enc.buf = b
 	f.appendDropCounter(f.t.base)
-	_, err := f.sink.Write(f.enc.buf)
+	_, err := f.writeOut(f.enc.buf)
 	f.enc.buf = f.enc.buf[:0]
 	return err
 }
@@ -239,7 +244,7 @@ func (f *flusher) write() error {
 	var err error
 	if len(f.enc.buf) > 0 {
 		var n int
-		n, err = f.sink.Write(f.enc.buf)
+		n, err = f.writeOut(f.enc.buf)
 		f.bytes.Add(uint64(n))
 		f.flushes.Inc()
 		if err != nil {
@@ -266,7 +271,7 @@ func (f *flusher) close() error {
 	f.appendDropCounter(nanotime())
 	b := f.enc.buf
 	b = append(b[:len(b)-2], "\n]\n"...) // replace the last ",\n"
-	_, werr := f.sink.Write(b)
+	_, werr := f.writeOut(b)
 	f.enc.buf = b[:0]
 	return errors.Join(err, werr, f.sink.Close())
 }
