@@ -112,7 +112,8 @@ func (f *flusher) writeHeader() error {
 }
 
 // appendDropCounter writes the "tracer.dropped" counter: the number of
-// events dropped so far because a ring was full.
+// events that will never reach the file, dropped so far because a ring was
+// full or lost in a write that failed.
 func (f *flusher) appendDropCounter(ts int64) {
 	b := append(f.enc.buf, `{"name":"tracer.dropped","ph":"C","ts":`...)
 	b = appendMicros(b, ts-f.t.base)
@@ -162,7 +163,7 @@ func (f *flusher) flush() error {
 		}
 	}
 	f.writeOldBegins(cut - int64(f.t.opts.flushInterval))
-	var drops uint64
+	drops := f.lost.Load() // a failed write is a gap in the file too
 	for _, c := range f.cursors {
 		drops += c.r.dropped.Load()
 	}
@@ -250,6 +251,7 @@ func (f *flusher) write() error {
 		if err != nil {
 			f.sinkErrors.Inc()
 			f.lost.Add(uint64(events))
+			f.reportedDrops = math.MaxUint64 // the counter may have been lost too: write it again
 			f.t.opts.onError(err)
 		} else {
 			f.events.Add(uint64(events))

@@ -28,6 +28,7 @@ type options struct {
 	processSort   int
 	hasSort       bool
 	onError       func(error)
+	stopTimeout   time.Duration // see WithStopTimeout
 }
 
 func defaultOptions() options {
@@ -35,6 +36,7 @@ func defaultOptions() options {
 		bufferSize:    DefaultBufferSize,
 		flushInterval: DefaultFlushInterval,
 		processName:   filepath.Base(os.Args[0]),
+		stopTimeout:   DefaultStopTimeout,
 	}
 }
 

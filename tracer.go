@@ -140,23 +140,27 @@ func newTracer(s sink, o options) (*Tracer, error) {
 // Flush writes every event recorded before the call. The flusher does this
 // on its own every flush interval; call Flush before a point where the
 // trace must be complete, for example before handing the file to someone.
+// It waits for the sink at most the stop timeout (WithStopTimeout).
 func (t *Tracer) Flush() error {
 	if t == nil {
 		return nil
 	}
-	t.flushMu.Lock()
-	defer t.flushMu.Unlock()
-	if t.flusher.isClosed() {
-		return ErrClosed
-	}
-	return t.flusher.flush()
+	return t.wait(func() error {
+		t.flushMu.Lock()
+		defer t.flushMu.Unlock()
+		if t.flusher.isClosed() {
+			return ErrClosed
+		}
+		return t.flusher.flush()
+	})
 }
 
 // Close stops recording, writes every event recorded so far, ends the JSON
 // array and closes the file. Events recorded after Close began are dropped
 // and counted in Stats.Late. Close may be called while other goroutines are
 // still recording, and more than once; later calls return the first call's
-// error.
+// error. If the sink stalls, Close returns ErrTimeout after the stop
+// timeout (WithStopTimeout) and finishes in the background.
 func (t *Tracer) Close() error {
 	if t == nil {
 		return nil
@@ -164,10 +168,12 @@ func (t *Tracer) Close() error {
 	t.closeOnce.Do(func() {
 		t.recording.Store(false)
 		close(t.stop)
-		<-t.done
-		t.flushMu.Lock()
-		defer t.flushMu.Unlock()
-		t.closeErr = t.flusher.close()
+		t.closeErr = t.wait(func() error {
+			<-t.done
+			t.flushMu.Lock()
+			defer t.flushMu.Unlock()
+			return t.flusher.close()
+		})
 	})
 	return t.closeErr
 }
