@@ -163,15 +163,23 @@ func (f *flusher) flush() error {
 		}
 	}
 	f.writeOldBegins(cut - int64(f.t.opts.flushInterval))
-	drops := f.lost.Load() // a failed write is a gap in the file too
-	for _, c := range f.cursors {
-		drops += c.r.dropped.Load()
-	}
-	if drops != f.reportedDrops {
+	if drops := f.dropsSoFar(); drops != f.reportedDrops {
 		f.reportedDrops = drops
 		f.appendDropCounter(cut)
 	}
 	return errors.Join(errs, f.write())
+}
+
+// dropsSoFar counts the events that will never reach the file: dropped
+// because a ring was full, or lost in a write that failed.
+func (f *flusher) dropsSoFar() uint64 {
+	drops := f.lost.Load()
+	for _, r := range *f.t.rings.Load() {
+		if r != nil {
+			drops += r.dropped.Load()
+		}
+	}
+	return drops
 }
 
 // take encodes the event whose first record is rec, at the cursor's
@@ -269,7 +277,12 @@ func (f *flusher) write() error {
 // comma, so a closed file is strict JSON.
 func (f *flusher) close() error {
 	err := f.flush()
+	// Spans still open were running when the trace stopped (Stop on a
+	// signal or a panic): write them all as B events, however young.
+	f.writeOldBegins(math.MaxInt64)
+	err = errors.Join(err, f.write())
 	f.closed.Store(true)
+	f.reportedDrops = f.dropsSoFar()
 	f.appendDropCounter(nanotime())
 	b := f.enc.buf
 	b = append(b[:len(b)-2], "\n]\n"...) // replace the last ",\n"
