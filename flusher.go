@@ -162,6 +162,7 @@ func (f *flusher) flush() error {
 			}
 		}
 	}
+	f.open.trim(maxOpenSpans)
 	f.writeOldBegins(cut - int64(f.t.opts.flushInterval))
 	if drops := f.dropsSoFar(); drops != f.reportedDrops {
 		f.reportedDrops = drops
