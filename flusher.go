@@ -136,6 +136,18 @@ func (f *flusher) appendDropCounter(ts int64) {
 // goroutine's clock read, hence before cut, hence before this flush loaded
 // the rings' heads, so it is taken in this flush or was in an earlier one.
 // Records at or after cut stay in their ring for the next flush.
+//
+// "Published before that goroutine's clock read" is not what storeRelease
+// gives: on amd64 it is a plain store, which may still sit in the CPU's
+// store buffer when the same thread reads the clock. It holds because the
+// two records are in different rings only if the goroutine changed P in
+// between, and the runtime hands a goroutine or a P between threads with
+// locked (full-barrier) instructions, which drain the store buffer. The
+// rest of the chain assumes the monotonic clock agrees across CPUs (Linux
+// guarantees it) and that the head loads below happen after cut is read;
+// on amd64 a later load may in principle be performed a few dozen cycles
+// before RDTSC, far less than it takes a goroutine to change P. Within one
+// ring, order needs none of this: it is the ring's order.
 func (f *flusher) flush() error {
 	cut := nanotime()
 	f.cursors = f.cursors[:0]
