@@ -6,8 +6,8 @@ import (
 	"time"
 )
 
-// DefaultStopTimeout is how long Flush, Close and Stop wait for the sink
-// by default; see WithStopTimeout.
+// DefaultStopTimeout is how long Close and Stop wait for the sink by
+// default; see WithStopTimeout.
 const DefaultStopTimeout = 5 * time.Second
 
 // ErrTimeout is returned by Flush, Close and Stop when the sink did not
@@ -15,13 +15,15 @@ const DefaultStopTimeout = 5 * time.Second
 // background.
 var ErrTimeout = errors.New("tracer: timed out waiting for the trace to be written")
 
-// WithStopTimeout sets how long Flush, Close and Stop wait for the trace
-// to be written, DefaultStopTimeout unless set. A sink that stalls longer,
-// such as a hung network file system or a pipe nobody reads, makes them
-// return an error wrapping ErrTimeout instead of hanging the application:
-// the write goes on in the background, and Close finishes the file there
-// if the sink ever recovers. A process that exits before then leaves the
-// file as a crash would (see the README's Guarantees). Zero waits forever.
+// WithStopTimeout sets how long Close and Stop wait for the trace to be
+// written, DefaultStopTimeout unless set. A sink that stalls longer, such
+// as a hung network file system or a pipe nobody reads, makes them return
+// an error wrapping ErrTimeout instead of hanging the application: the
+// write goes on in the background, and Close finishes the file there if
+// the sink ever recovers. A process that exits before then leaves the
+// file as a crash would (see the README's Guarantees). Flush waits as long
+// for a flush already stuck in the sink; when it writes itself, it waits
+// for its write. Zero waits forever.
 //
 // Recording calls never wait for the sink, whatever this is: while it
 // stalls, the rings fill and further events are dropped and counted.
