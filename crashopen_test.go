@@ -125,6 +125,17 @@ func TestOpenSpansVisibleAfterKill(t *testing.T) {
 	}
 }
 
+// byName returns the events named name.
+func byName(evs []event, name string) []event {
+	var out []event
+	for _, e := range evs {
+		if e.Name == name {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
 func indexOf(s []string, v string) int {
 	for i, x := range s {
 		if x == v {

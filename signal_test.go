@@ -1,3 +1,5 @@
+//go:build unix
+
 package tracer
 
 import (
@@ -113,16 +115,6 @@ func TestSignalStopsTrace(t *testing.T) {
 			find(t, evs, "B", "waiting for the signal")
 		})
 	}
-}
-
-func byName(evs []event, name string) []event {
-	var out []event
-	for _, e := range evs {
-		if e.Name == name {
-			out = append(out, e)
-		}
-	}
-	return out
 }
 
 // TestPanicStopsTrace: a deferred Stop in main closes the trace when main
