@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -23,47 +22,52 @@ const (
 )
 
 // TestCrashChild is the process TestCrashSIGKILL kills. Its workers record
-// numbered spans; after each flush it prints, for each worker, the last
-// span that had ended before the flush began, and the drop count.
+// numbered spans; after each flush it prints the drop count, whether every
+// worker's lifetime span was older than the flush interval when the flush
+// began (so the flush wrote them as B events), and, for each worker, the
+// last span that had ended before the flush began.
 func TestCrashChild(t *testing.T) {
 	path := os.Getenv(crashChildEnv)
 	if path == "" {
 		t.Skip("helper process for TestCrashSIGKILL")
 	}
-	tr, err := New(path, WithFlushInterval(20*time.Millisecond), WithBufferSize(1<<16))
+	tr, err := New(path, WithFlushInterval(20*time.Millisecond), WithBufferSize(1<<14))
 	require.NoError(t, err)
-	var ended [crashWorkers]atomic.Int64
-	var started sync.WaitGroup
-	started.Add(crashWorkers)
+	var ended, started [crashWorkers]atomic.Int64
 	for w := range crashWorkers {
 		ended[w].Store(-1)
 		go func() {
 			tr.SetGoroutineName(fmt.Sprintf("worker %d", w))
 			defer tr.Span("worker lifetime")() // never ends: must show as B
-			started.Done()
+			started[w].Store(nanotime())
 			for seq := 0; ; seq++ {
 				outer := tr.Span("job", Int("w", w), Int("seq", seq))
 				tr.Span("step")()
 				tr.Instant("mark")
 				outer()
 				ended[w].Store(int64(seq))
-				if seq%10 == 0 {
-					time.Sleep(time.Millisecond) // a pace the flusher keeps up with on a loaded machine
+				if seq%50 == 0 {
+					time.Sleep(200 * time.Microsecond)
+				}
+				// Under the race detector the flusher is much slower than
+				// the workers: wait for it rather than drop.
+				for tr.pastHighWater() {
+					time.Sleep(100 * time.Microsecond)
 				}
 			}
 		}()
 	}
-	// Report flushes only once the lifetime spans are older than a flush
-	// interval, so that every report promises their B events.
-	started.Wait()
-	time.Sleep(40 * time.Millisecond)
 	for {
+		old := 1
 		var snap []string
 		for w := range crashWorkers {
+			if s := started[w].Load(); s == 0 || nanotime()-s <= int64(20*time.Millisecond) {
+				old = 0
+			}
 			snap = append(snap, strconv.FormatInt(ended[w].Load(), 10))
 		}
 		require.NoError(t, tr.Flush())
-		fmt.Printf("FLUSHED %d %s\n", tr.Stats().Dropped, strings.Join(snap, " "))
+		fmt.Printf("FLUSHED %d %d %s\n", tr.Stats().Dropped, old, strings.Join(snap, " "))
 		time.Sleep(3 * time.Millisecond)
 	}
 }
@@ -88,15 +92,18 @@ func crashOnce(t *testing.T, extra time.Duration) {
 	var last []int64
 	var dropped uint64
 	lines := bufio.NewScanner(out)
-	for flushes := 0; flushes < 10 && lines.Scan(); {
+	// At least ten flushes, the last of which wrote the lifetime spans:
+	// on a loaded machine the workers may start late.
+	for flushes, old := 0, false; (flushes < 10 || !old) && lines.Scan(); {
 		f := strings.Fields(lines.Text())
-		if len(f) != crashWorkers+2 || f[0] != "FLUSHED" {
+		if len(f) != crashWorkers+3 || f[0] != "FLUSHED" {
 			continue
 		}
 		flushes++
 		dropped, _ = strconv.ParseUint(f[1], 10, 64)
+		old = f[2] == "1"
 		last = last[:0]
-		for _, s := range f[2:] {
+		for _, s := range f[3:] {
 			n, _ := strconv.ParseInt(s, 10, 64)
 			last = append(last, n)
 		}

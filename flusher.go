@@ -138,7 +138,8 @@ func (f *flusher) appendHeader() {
 }
 
 // appendDropCounter writes the "tracer.dropped" counter: the number of
-// events dropped so far because a ring was full.
+// events that will never reach the file, dropped so far because a ring was
+// full or lost in a write that failed.
 func (f *flusher) appendDropCounter(ts int64) {
 	b := append(f.enc.buf, `{"name":"tracer.dropped","ph":"C","ts":`...)
 	b = appendMicros(b, ts-f.t.base)
@@ -161,6 +162,18 @@ func (f *flusher) appendDropCounter(ts int64) {
 // goroutine's clock read, hence before cut, hence before this flush loaded
 // the rings' heads, so it is taken in this flush or was in an earlier one.
 // Records at or after cut stay in their ring for the next flush.
+//
+// "Published before that goroutine's clock read" is not what storeRelease
+// gives: on amd64 it is a plain store, which may still sit in the CPU's
+// store buffer when the same thread reads the clock. It holds because the
+// two records are in different rings only if the goroutine changed P in
+// between, and the runtime hands a goroutine or a P between threads with
+// locked (full-barrier) instructions, which drain the store buffer. The
+// rest of the chain assumes the monotonic clock agrees across CPUs (Linux
+// guarantees it) and that the head loads below happen after cut is read;
+// on amd64 a later load may in principle be performed a few dozen cycles
+// before RDTSC, far less than it takes a goroutine to change P. Within one
+// ring, order needs none of this: it is the ring's order.
 func (f *flusher) flush() error {
 	cut := nanotime()
 	f.cursors = f.cursors[:0]
@@ -190,18 +203,27 @@ func (f *flusher) flush() error {
 			}
 		}
 	}
+	f.open.trim(maxOpenSpans)
 	if f.win == nil { // a flight recorder writes spans whole: see FlightRecorder
 		f.writeOldBegins(cut - int64(f.t.opts.flushInterval))
 	}
-	var drops uint64
-	for _, c := range f.cursors {
-		drops += c.r.dropped.Load()
-	}
-	if drops != f.reportedDrops {
+	if drops := f.dropsSoFar(); drops != f.reportedDrops {
 		f.reportedDrops = drops
 		f.appendDropCounter(cut)
 	}
 	return errors.Join(errs, f.write())
+}
+
+// dropsSoFar counts the events that will never reach the file: dropped
+// because a ring was full, or lost in a write that failed.
+func (f *flusher) dropsSoFar() uint64 {
+	drops := f.lost.Load()
+	for _, r := range *f.t.rings.Load() {
+		if r != nil {
+			drops += r.dropped.Load()
+		}
+	}
+	return drops
 }
 
 // take encodes the event whose first record is rec, at the cursor's
@@ -287,6 +309,7 @@ func (f *flusher) write() error {
 		if err != nil {
 			f.sinkErrors.Inc()
 			f.lost.Add(uint64(events))
+			f.reportedDrops = math.MaxUint64 // the counter may have been lost too: write it again
 			f.t.opts.onError(err)
 		} else {
 			f.events.Add(uint64(events))
@@ -334,6 +357,10 @@ func (f *flusher) close() error {
 		return f.sink.Close()
 	}
 	err := f.flush()
+	// Spans still open were running when the trace stopped (Stop on a
+	// signal or a panic): write them all as B events, however young.
+	f.writeOldBegins(math.MaxInt64)
+	err = errors.Join(err, f.write())
 	f.closed.Store(true)
 	f.appendEnd()
 	_, werr := f.sink.Write(f.enc.buf)
@@ -343,6 +370,7 @@ func (f *flusher) close() error {
 
 // appendEnd ends the trace: the drop counter, without a comma, and "]".
 func (f *flusher) appendEnd() {
+	f.reportedDrops = f.dropsSoFar()
 	f.appendDropCounter(nanotime())
 	b := f.enc.buf
 	f.enc.buf = append(b[:len(b)-2], "\n]\n"...) // replace the last ",\n"

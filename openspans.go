@@ -1,5 +1,10 @@
 package tracer
 
+import (
+	"cmp"
+	"slices"
+)
+
 // Spans are recorded as two records, a start and an end, and the flusher
 // pairs them. Most spans are short and their end is the very next record in
 // the same ring, which the flusher pairs on the spot into one X event.
@@ -11,6 +16,18 @@ package tracer
 // then becomes an E. Writing B events only for a bottom run of a stack,
 // outermost first, keeps the B/E events of a track properly nested in file
 // order, which chrome://tracing requires.
+
+// maxOpenSpans bounds the open spans the flusher remembers. A goroutine that
+// exits inside a span whose end was dropped (its ring was full) leaves the
+// start here for good, and a program that drops often while starting many
+// goroutines would otherwise grow this table without limit: a million such
+// goroutines held 33 MB. Past the bound, the flusher forgets the goroutines
+// whose newest open span is oldest (a dead goroutine's only gets older)
+// until a quarter of the table is free. A forgotten span whose B event was
+// written stays without an E, one that was not is not written, and its end,
+// should it still come, is counted in Stats.Unmatched. Live programs reach
+// the bound only with more than this many spans open at once.
+const maxOpenSpans = 1 << 14
 
 // An openSpan is a started span whose end has not been seen yet.
 type openSpan struct {
@@ -24,6 +41,7 @@ type openSpan struct {
 // openSpans holds the open spans of every goroutine that has one.
 type openSpans struct {
 	stacks map[uint64]*[]openSpan
+	count  int           // open spans in all stacks
 	free   []*[]openSpan // empty stacks kept for reuse
 	// The last goroutine looked up: its events tend to come in runs.
 	lastGid   uint64
@@ -73,6 +91,7 @@ func (o *openSpans) release(gid uint64, s *[]openSpan) {
 func (f *flusher) push(r *record, cont []record, token uint64) {
 	s := f.open.stack(r.gid, true)
 	*s = append(*s, openSpan{start: *r, token: token})
+	f.open.count++
 	top := &(*s)[len(*s)-1]
 	if len(cont) > 0 {
 		top.cont = append([]record(nil), cont...)
@@ -130,6 +149,7 @@ func (f *flusher) pop(end *record) {
 		}
 		st[j] = openSpan{} // let the strings go
 	}
+	f.open.count -= len(st) - i
 	*s = st[:i]
 	f.open.release(end.gid, s)
 }
@@ -152,5 +172,32 @@ func (o *openSpans) unwrite(batch uint64) {
 				sp.written = false
 			}
 		}
+	}
+}
+
+// trim forgets goroutines' open spans, those whose newest span is oldest
+// first, while more than max are open; see maxOpenSpans.
+func (o *openSpans) trim(max int) {
+	if o.count <= max {
+		return
+	}
+	type stackAge struct {
+		gid    uint64
+		newest int64
+	}
+	ages := make([]stackAge, 0, len(o.stacks))
+	for gid, s := range o.stacks {
+		ages = append(ages, stackAge{gid, (*s)[len(*s)-1].start.at})
+	}
+	slices.SortFunc(ages, func(a, b stackAge) int { return cmp.Compare(a.newest, b.newest) })
+	for _, a := range ages {
+		if o.count <= max-max/4 {
+			break
+		}
+		s := o.stacks[a.gid]
+		o.count -= len(*s)
+		clear(*s) // let the strings go
+		*s = (*s)[:0]
+		o.release(a.gid, s)
 	}
 }

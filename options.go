@@ -30,7 +30,8 @@ type options struct {
 	onError       func(error)
 	categories    *categoryFilter
 	labels        []string
-	sink          sinkOptions // gzip and rotation: sink_gzip.go, sink_rotate.go
+	sink          sinkOptions   // gzip and rotation: sink_gzip.go, sink_rotate.go
+	stopTimeout   time.Duration // see WithStopTimeout
 }
 
 // buildOptions applies opts to the defaults.
@@ -49,6 +50,7 @@ func defaultOptions() options {
 		bufferSize:    DefaultBufferSize,
 		flushInterval: DefaultFlushInterval,
 		processName:   filepath.Base(os.Args[0]),
+		stopTimeout:   DefaultStopTimeout,
 	}
 }
 

@@ -98,8 +98,13 @@ func slotsFor(n int) uint64 {
 // needs its address. In the other direction the consumer
 // stores tail only after it has encoded the slots below it, and the producer
 // loads tail before reusing them, so a slot is never overwritten while it is
-// read. Successive producers on one P are ordered by the same atomic head,
-// which is also what tells the race detector about the hand-off.
+// read. Successive producers on one P see each other's head: they run on
+// the same thread, or the P passed between threads through the runtime's
+// locked instructions; under the race detector storeRelease is an atomic
+// store, which is also what tells it about the hand-off. The flusher reads
+// a slot only between tail and the head it loaded, and keeps no pointer
+// into the ring once it stores tail: what it needs later (open span
+// starts, records split by the ring's end) it copies.
 type ring struct {
 	head uint64 // next slot to write; written by the producer only
 	_    [56]byte

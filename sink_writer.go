@@ -2,6 +2,7 @@ package tracer
 
 import (
 	"bytes"
+	"errors"
 	"io"
 )
 
@@ -89,15 +90,25 @@ func (s *writerSink) Write(p []byte) (int, error) {
 		end := len(p)
 		if !s.whole {
 			end = n + bytes.IndexByte(p[n:], '\n') + 1
+			if bytes.Equal(p[end:], []byte("]\n")) {
+				end = len(p) // the end of the array goes with the last event
+			}
 		}
 		s.rest = append(s.rest[:0], p[n:end]...)
 	}
 	return n, err
 }
 
+// Close finishes a unit that the last Write cut, if the writer takes it
+// now, so the trace does not end in the middle of an event, and then
+// closes the writer if it is ours.
 func (s *writerSink) Close() error {
-	if s.close == nil {
-		return nil
+	var err error
+	if len(s.rest) > 0 {
+		_, err = s.Write(nil)
 	}
-	return s.close()
+	if s.close != nil {
+		err = errors.Join(err, s.close())
+	}
+	return err
 }

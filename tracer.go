@@ -150,23 +150,37 @@ func newTracer(s sink, o options) (*Tracer, error) {
 // Flush writes every event recorded before the call. The flusher does this
 // on its own every flush interval; call Flush before a point where the
 // trace must be complete, for example before handing the file to someone.
+// If another flush is under way and the sink is stalled, Flush gives up
+// after the stop timeout (WithStopTimeout) with ErrTimeout.
 func (t *Tracer) Flush() error {
 	if t == nil {
 		return nil
 	}
-	t.flushMu.Lock()
-	defer t.flushMu.Unlock()
-	if t.flusher.isClosed() {
-		return ErrClosed
+	flush := func() error { // with flushMu held
+		defer t.flushMu.Unlock()
+		if t.flusher.isClosed() {
+			return ErrClosed
+		}
+		return t.flusher.flush()
 	}
-	return t.flusher.flush()
+	if t.flushMu.TryLock() {
+		// Nothing is being written: flush on this goroutine, whose cache
+		// holds the records it just wrote. (On another goroutine, which
+		// the runtime tends to run on the other core, it took 40% longer.)
+		return flush()
+	}
+	return t.wait(func() error {
+		t.flushMu.Lock()
+		return flush()
+	})
 }
 
 // Close stops recording, writes every event recorded so far, ends the JSON
 // array and closes the file. Events recorded after Close began are dropped
 // and counted in Stats.Late. Close may be called while other goroutines are
 // still recording, and more than once; later calls return the first call's
-// error.
+// error. If the sink stalls, Close returns ErrTimeout after the stop
+// timeout (WithStopTimeout) and finishes in the background.
 func (t *Tracer) Close() error {
 	if t == nil {
 		return nil
@@ -174,10 +188,12 @@ func (t *Tracer) Close() error {
 	t.closeOnce.Do(func() {
 		t.recording.Store(false)
 		close(t.stop)
-		<-t.done
-		t.flushMu.Lock()
-		defer t.flushMu.Unlock()
-		t.closeErr = t.flusher.close()
+		t.closeErr = t.wait(func() error {
+			<-t.done
+			t.flushMu.Lock()
+			defer t.flushMu.Unlock()
+			return t.flusher.close()
+		})
 	})
 	return t.closeErr
 }

@@ -1,0 +1,162 @@
+package tracer
+
+import (
+	"bufio"
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const openChildEnv = "TRACER_OPEN_SPANS_CHILD"
+
+// manyArgs returns n args, more than a record holds inline, so that the
+// B event of a long span needs its continuation records too.
+func manyArgs(prefix string, n int) []Arg {
+	var args []Arg
+	for i := range n {
+		args = append(args, String(prefix+strconv.Itoa(i), "v"+strconv.Itoa(i)))
+	}
+	return args
+}
+
+// TestOpenSpansChild is killed in the middle of its work: a handler
+// goroutine inside a request and a query, a worker three spans deep with
+// many args on each, and a hundred short spans already done. It never
+// calls Flush: the background flusher must write the long spans as B
+// events on its own. It prints READY once they are in the file.
+func TestOpenSpansChild(t *testing.T) {
+	path := os.Getenv(openChildEnv)
+	if path == "" {
+		t.Skip("helper process for TestOpenSpansVisibleAfterKill")
+	}
+	tr, err := New(path, WithFlushInterval(10*time.Millisecond))
+	require.NoError(t, err)
+	go func() {
+		tr.SetGoroutineName("worker")
+		defer tr.Span("batch", manyArgs("b", 7)...)()
+		defer tr.Span("item", manyArgs("i", 5)...)()
+		defer tr.Span("decode", manyArgs("d", 9)...)()
+		select {}
+	}()
+	tr.SetGoroutineName("handler")
+	defer tr.Span("request", String("path", "/upload"), Int("bytes", 1<<20))()
+	defer tr.Span("query", String("sql", "SELECT 1"))()
+	for i := range 100 {
+		tr.Span("short", Int("i", i))()
+	}
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+		data, err := os.ReadFile(path)
+		require.NoError(t, err)
+		if bytes.Contains(data, []byte(`{"name":"query","ph":"B"`)) && bytes.Contains(data, []byte(`{"name":"decode","ph":"B"`)) {
+			os.Stdout.WriteString("READY\n")
+			select {}
+		}
+		time.Sleep(time.Millisecond)
+	}
+	t.Fatal("the flusher did not write the long spans as B events")
+}
+
+// TestOpenSpansVisibleAfterKill: the file a killed process leaves shows
+// what was running, as B events with their args, outermost first, and the
+// spans that had ended as compact X events.
+func TestOpenSpansVisibleAfterKill(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "open.json")
+	cmd := exec.Command(os.Args[0], "-test.run=^TestOpenSpansChild$")
+	cmd.Env = append(os.Environ(), openChildEnv+"="+path)
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	lines := bufio.NewScanner(out)
+	ready := false
+	for !ready && lines.Scan() {
+		ready = strings.Contains(lines.Text(), "READY")
+	}
+	require.True(t, ready, "the child gave up waiting for its B events")
+	require.NoError(t, cmd.Process.Kill())
+	cmd.Wait()
+
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	evs := readCrashed(t, data)
+	checkTracks(t, evs)
+
+	argsOf := func(args []Arg) map[string]any {
+		m := map[string]any{}
+		for _, a := range args {
+			m[a.key] = a.str
+		}
+		return m
+	}
+	request, query := find(t, evs, "B", "request"), find(t, evs, "B", "query")
+	assert.Equal(t, map[string]any{"path": "/upload", "bytes": float64(1 << 20)}, request.Args)
+	assert.Equal(t, map[string]any{"sql": "SELECT 1"}, query.Args)
+	assert.Equal(t, request.Tid, query.Tid)
+	assert.LessOrEqual(t, request.Ts, query.Ts)
+	for _, s := range []struct {
+		name string
+		args []Arg
+	}{{"batch", manyArgs("b", 7)}, {"item", manyArgs("i", 5)}, {"decode", manyArgs("d", 9)}} {
+		assert.Equal(t, argsOf(s.args), find(t, evs, "B", s.name).Args, s.name)
+	}
+	var order []string
+	for _, e := range byPhase(evs, "B") {
+		order = append(order, e.Name)
+	}
+	assert.Less(t, indexOf(order, "request"), indexOf(order, "query"), "outermost first: %v", order)
+	assert.Less(t, indexOf(order, "batch"), indexOf(order, "item"), "outermost first: %v", order)
+	assert.Less(t, indexOf(order, "item"), indexOf(order, "decode"), "outermost first: %v", order)
+	assert.Len(t, order, 5, "only the open spans are B events: %v", order)
+	assert.Empty(t, byPhase(evs, "E"), "nothing had ended")
+
+	shorts := byName(evs, "short")
+	require.Len(t, shorts, 100)
+	for i, e := range shorts {
+		assert.Equal(t, "X", e.Ph)
+		assert.Equal(t, float64(i), e.Args["i"])
+		assert.Equal(t, request.Tid, e.Tid)
+	}
+}
+
+// byName returns the events named name.
+func byName(evs []event, name string) []event {
+	var out []event
+	for _, e := range evs {
+		if e.Name == name {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func indexOf(s []string, v string) int {
+	for i, x := range s {
+		if x == v {
+			return i
+		}
+	}
+	return -1
+}
+
+// TestCloseWritesOpenSpans: spans still open when the tracer is closed are
+// written as B events, however young, so a trace stopped by a signal or a
+// panic shows what was running.
+func TestCloseWritesOpenSpans(t *testing.T) {
+	tr, path := newTestTracer(t, WithFlushInterval(10*time.Second))
+	tr.Span("open", Int("n", 1), String("s", "x"), Bool("b", true), Float64("f", 0.5), Int("m", 2))
+	tr.Span("closed")()
+	require.NoError(t, tr.Close())
+	evs := readClosed(t, path)
+	b := find(t, evs, "B", "open")
+	assert.Equal(t, map[string]any{"n": 1.0, "s": "x", "b": true, "f": 0.5, "m": 2.0}, b.Args)
+	find(t, evs, "X", "closed")
+	assert.Empty(t, byPhase(evs, "E"))
+	assert.EqualValues(t, 2, tr.Stats().Events)
+}

@@ -1,0 +1,97 @@
+package tracer
+
+import (
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+)
+
+// Ending the trace when the program ends abnormally.
+//
+// A deferred Stop in main covers a normal return and a panic of the main
+// goroutine: deferred calls run while a panic unwinds, so the trace is
+// written and closed before the program dies.
+//
+//	func main() {
+//		if err := tracer.Start("trace.json"); err != nil {
+//			log.Fatal(err)
+//		}
+//		defer tracer.Stop()
+//		tracer.StopOnSignal() // SIGINT, SIGTERM
+//		...
+//	}
+//
+// It does not cover a panic in another goroutine, which ends the program
+// without running main's deferred calls (defer StopOnPanic at the top of
+// such goroutines), os.Exit and log.Fatal, which run no deferred calls at
+// all (call Stop first), or a signal (StopOnSignal). Whatever is not
+// covered leaves the file as SIGKILL does: every event up to the last
+// flush, in a file both viewers open.
+
+// StopOnSignal stops the default tracer, writing out and closing its file,
+// when the process receives one of sigs (SIGINT and SIGTERM if none are
+// given), and then lets the signal do what it would have done without
+// StopOnSignal: it stops listening and sends the signal again, so a
+// program that does not handle the signal itself dies of it, with the
+// exit status that shows it, and one that does gets it as usual (though
+// events it records after that are not written: such a program should call
+// Stop at the end of its own shutdown instead).
+//
+// Stop waits for the file at most the stop timeout (WithStopTimeout), so a
+// stalled disk delays the exit by that much at most. The returned function
+// undoes StopOnSignal.
+func StopOnSignal(sigs ...os.Signal) (cancel func()) {
+	if len(sigs) == 0 {
+		sigs = []os.Signal{os.Interrupt, syscall.SIGTERM}
+	}
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, sigs...)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case sig := <-ch:
+			// Stop listening first, so a second signal during Stop has
+			// its usual effect: a second Ctrl-C ends a slow exit.
+			signal.Stop(ch)
+			Stop()
+			raise(sig)
+		case <-done:
+		}
+	}()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			signal.Stop(ch)
+			close(done)
+		})
+	}
+}
+
+// raise sends sig to the process itself.
+func raise(sig os.Signal) {
+	p, err := os.FindProcess(os.Getpid())
+	if err == nil {
+		err = p.Signal(sig)
+	}
+	if err != nil {
+		os.Exit(2) // cannot re-send it (Windows): exit as a Go program does on a fatal error
+	}
+}
+
+// StopOnPanic stops the default tracer if the calling goroutine panics, and
+// lets the panic go on. Defer it at the top of goroutines other than main,
+// whose panics end the program without running main's deferred Stop:
+//
+//	go func() {
+//		defer tracer.StopOnPanic()
+//		...
+//	}()
+//
+// The panic's message and stack trace are printed as without it.
+func StopOnPanic() {
+	if r := recover(); r != nil {
+		Stop()
+		panic(r)
+	}
+}

@@ -1,0 +1,245 @@
+package tracer
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// A gateSink writes to a real file through a gate the test opens and
+// closes: closed, every Write waits at it, like a hung disk or a network
+// file system; with fail set, every Write fails without writing, like a
+// full disk.
+type gateSink struct {
+	f       *os.File
+	mu      sync.Mutex
+	gate    chan struct{} // closed while writes may pass
+	waiting atomic.Int32  // writes held at the gate
+	fail    atomic.Bool
+}
+
+var errDiskFull = errors.New("test: no space left on device")
+
+func newGateSink(t *testing.T) (*gateSink, string) {
+	path := filepath.Join(t.TempDir(), "trace.json")
+	f, err := os.Create(path)
+	require.NoError(t, err)
+	s := &gateSink{f: f, gate: make(chan struct{})}
+	close(s.gate)
+	return s, path
+}
+
+func (s *gateSink) Write(b []byte) (int, error) {
+	s.mu.Lock()
+	gate := s.gate
+	s.mu.Unlock()
+	s.waiting.Add(1)
+	<-gate
+	s.waiting.Add(-1)
+	if s.fail.Load() {
+		return 0, errDiskFull
+	}
+	return s.f.Write(b)
+}
+
+func (s *gateSink) Close() error { return s.f.Close() }
+
+func (s *gateSink) stall() {
+	s.mu.Lock()
+	s.gate = make(chan struct{})
+	s.mu.Unlock()
+}
+
+func (s *gateSink) release() {
+	s.mu.Lock()
+	close(s.gate)
+	s.mu.Unlock()
+}
+
+// newTracerOn makes a Tracer writing to s, as New does for a file.
+func newTracerOn(t *testing.T, s sink, opts ...Option) *Tracer {
+	t.Helper()
+	o := defaultOptions()
+	for _, opt := range opts {
+		require.NoError(t, opt(&o))
+	}
+	tr, err := newTracer(s, o)
+	require.NoError(t, err)
+	return tr
+}
+
+// idsOf returns how many times each "id" arg appears on events named name.
+func idsOf(evs []event, name string) map[int]int {
+	ids := map[int]int{}
+	for _, e := range evs {
+		if e.Name == name && e.Args["id"] != nil {
+			ids[int(e.Args["id"].(float64))]++
+		}
+	}
+	return ids
+}
+
+// dropCounter returns the successive values of the tracer.dropped counter.
+func dropCounter(evs []event) []uint64 {
+	var vals []uint64
+	for _, e := range byPhase(evs, "C") {
+		if e.Name == "tracer.dropped" {
+			vals = append(vals, uint64(e.Args["events"].(float64)))
+		}
+	}
+	return vals
+}
+
+// TestStalledSinkNeverBlocksRecording stalls the sink for as long as a
+// recording loop of many events runs: the loop must not wait for it, the
+// events that do not fit in the ring are dropped and counted, Flush gives
+// up after the stop timeout, and once the sink recovers the file goes on,
+// strict JSON, with the drop counter stepping over the gap.
+func TestStalledSinkNeverBlocksRecording(t *testing.T) {
+	s, path := newGateSink(t)
+	const timeout = 300 * time.Millisecond
+	tr := newTracerOn(t, s, WithBufferSize(1024), WithFlushInterval(5*time.Millisecond), WithStopTimeout(timeout))
+	defer tr.Close()
+
+	id := 0
+	record := func(n int) time.Duration {
+		start := time.Now()
+		for range n {
+			tr.Instant("ev", Int("id", id))
+			id++
+		}
+		return time.Since(start)
+	}
+	record(500)
+	require.NoError(t, tr.Flush())
+	before := id
+
+	s.stall()
+	const stalledEvents = 200_000
+	took := record(stalledEvents)
+	stalledUpTo := id
+	assert.Less(t, took, 5*time.Second, "recording must not wait for a stalled sink")
+	t.Logf("%d events recorded against a stalled sink in %v (%.0f ns each)", stalledEvents, took, float64(took)/stalledEvents)
+	require.Eventually(t, func() bool { return s.waiting.Load() > 0 }, 2*time.Second, time.Millisecond,
+		"the flusher must be stuck in the sink")
+	st := tr.Stats()
+	// The loop's goroutine may move between Ps: each P's ring takes 1024.
+	assert.GreaterOrEqual(t, st.Dropped, uint64(stalledEvents-runtime.GOMAXPROCS(0)*1024), "what does not fit in the rings is dropped")
+
+	start := time.Now()
+	err := tr.Flush()
+	assert.ErrorIs(t, err, ErrTimeout, "Flush gives up on a stalled sink")
+	assert.Less(t, time.Since(start), timeout+2*time.Second)
+	assert.GreaterOrEqual(t, time.Since(start), timeout)
+
+	s.release()
+	require.Eventually(t, func() bool { return tr.Flush() == nil }, 5*time.Second, time.Millisecond)
+	record(500)
+	require.NoError(t, tr.Close())
+
+	evs := readClosed(t, path)
+	ids := idsOf(evs, "ev")
+	for i, n := range ids {
+		require.Equal(t, 1, n, "event %d written %d times", i, n)
+	}
+	for i := 0; i < before; i++ {
+		require.Contains(t, ids, i, "event %d recorded before the stall", i)
+	}
+	for i := stalledUpTo; i < id; i++ {
+		require.Contains(t, ids, i, "event %d recorded after the sink recovered", i)
+	}
+	st = tr.Stats()
+	assert.EqualValues(t, id, len(ids)+int(st.Dropped), "every event is written or counted as dropped")
+	assert.Zero(t, st.Lost+st.SinkErrors+st.Late)
+	counter := dropCounter(evs)
+	assert.Equal(t, uint64(0), counter[0])
+	assert.Equal(t, st.Dropped, counter[len(counter)-1], "the drop counter shows the gap")
+	assert.IsNonDecreasing(t, counter)
+}
+
+// TestCloseOnStalledSinkIsBounded: Close gives up after the stop timeout
+// and finishes the file in the background once the sink recovers.
+func TestCloseOnStalledSinkIsBounded(t *testing.T) {
+	s, path := newGateSink(t)
+	const timeout = 200 * time.Millisecond
+	tr := newTracerOn(t, s, WithStopTimeout(timeout))
+	tr.Span("before the stall", Int("id", 1))()
+	s.stall()
+	tr.Span("during the stall", Int("id", 2))()
+
+	start := time.Now()
+	err := tr.Close()
+	took := time.Since(start)
+	require.ErrorIs(t, err, ErrTimeout)
+	assert.GreaterOrEqual(t, took, timeout)
+	assert.Less(t, took, timeout+2*time.Second)
+	assert.ErrorIs(t, tr.Close(), ErrTimeout, "later calls return the first call's error")
+	tr.Span("after Close")()
+	assert.EqualValues(t, 1, tr.Stats().Late)
+
+	s.release()
+	require.Eventually(t, func() bool { return tr.flusher.isClosed() }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool {
+		data, _ := os.ReadFile(path)
+		return len(data) > 0 && data[len(data)-2] == ']'
+	}, 5*time.Second, time.Millisecond, "the file is finished in the background")
+	evs := readClosed(t, path)
+	find(t, evs, "X", "before the stall")
+	find(t, evs, "X", "during the stall")
+}
+
+// TestFailingSinkRecovers makes every write fail for a while, as a full
+// disk does, then succeed again: the events of the failed writes are lost
+// and counted, the error is reported, and the file carries on, strict
+// JSON, with the drop counter showing the gap.
+func TestFailingSinkRecovers(t *testing.T) {
+	s, path := newGateSink(t)
+	var reported atomic.Int32
+	tr := newTracerOn(t, s, WithFlushInterval(10*time.Second), WithErrorHandler(func(err error) {
+		assert.ErrorIs(t, err, errDiskFull)
+		reported.Add(1)
+	}))
+	id := 0
+	record := func(n int) {
+		for range n {
+			tr.Span("ev", Int("id", id))()
+			id++
+		}
+	}
+	record(100)
+	require.NoError(t, tr.Flush())
+	s.fail.Store(true)
+	for range 3 {
+		record(100)
+		require.ErrorIs(t, tr.Flush(), errDiskFull)
+	}
+	s.fail.Store(false)
+	record(100)
+	require.NoError(t, tr.Flush())
+	require.NoError(t, tr.Close())
+
+	evs := readClosed(t, path)
+	ids := idsOf(evs, "ev")
+	for i := range id {
+		if i >= 100 && i < 400 {
+			require.NotContains(t, ids, i, "event %d was in a failed write", i)
+		} else {
+			require.Equal(t, 1, ids[i], "event %d", i)
+		}
+	}
+	st := tr.Stats()
+	assert.EqualValues(t, 300, st.Lost)
+	assert.EqualValues(t, 3, st.SinkErrors)
+	assert.EqualValues(t, 3, reported.Load())
+	counter := dropCounter(evs)
+	assert.Equal(t, uint64(0), counter[0])
+	assert.Equal(t, uint64(300), counter[len(counter)-1], "the drop counter counts lost events")
+}
