@@ -45,7 +45,15 @@ type crashFormat struct {
 
 var crashFormats = []crashFormat{
 	{name: "json", suffix: ".json", open: New, read: readRaw},
-	// {name: "gzip", suffix: ".json.gz", open: New, read: readGunzip},
+	{name: "gzip", suffix: ".json.gz", open: New, read: readGunzip},
+}
+
+// readGunzip decodes every member of a gzip trace; gunzipMembers fails the
+// test if any member, the last included, is not whole, as Perfetto would
+// fail to load the whole trace.
+func readGunzip(t testing.TB, path string) []byte {
+	t.Helper()
+	return bytes.Join(gunzipMembers(t, readRaw(t, path)), nil)
 }
 
 func readRaw(t testing.TB, path string) []byte {

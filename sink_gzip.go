@@ -15,13 +15,14 @@ import (
 
 // A trace is gzipped when its path ends in ".gz" or WithGzip is given.
 //
-// Every Write the flusher makes becomes one complete gzip member, and the
-// members follow each other in the file. Concatenated members are one valid
-// gzip stream (RFC 1952): gunzip, Go's gzip.Reader and Perfetto read them
-// all. A process killed between two writes therefore leaves a file whose
-// every member is whole, holding everything up to its last flush; one
-// gzip stream kept open across flushes would leave a member cut short,
-// which Perfetto refuses whole.
+// Every Write the flusher makes becomes complete gzip members of at most a
+// page each, and the members follow each other in the file. Concatenated
+// members are one valid gzip stream (RFC 1952): gunzip, Go's gzip.Reader
+// and Perfetto read them all. A process killed in the middle of a write
+// leaves a file cut at a page boundary, which is also a member boundary
+// (see gzipSink), so every member is whole, holding everything up to the
+// last flush; one gzip stream kept open across flushes would leave a
+// member cut short, which Perfetto refuses whole.
 //
 // chrome://tracing reads only the first member. So when a gzip file is
 // closed (by Close, or by rotation) its members are joined into one,
@@ -80,31 +81,107 @@ func WithGzip(level int) Option {
 	}
 }
 
-// A gzipSink compresses every Write into one gzip member and writes the
-// member to out with one Write.
+// A gzipSink compresses every Write into gzip members of at most a page
+// each and writes them to out with one Write.
+//
+// A kill in the middle of a write can cut a file at any page boundary
+// (see pagealign.go), and a cut member makes Perfetto refuse the whole
+// trace. So, on a file, no member straddles a 4 KiB boundary: a member
+// that would is preceded by a filler, an empty member whose header carries
+// an extra field as long as the gap (RFC 1952's FEXTRA), which every gzip
+// reader skips and joinGzipMembers drops. A batch is split at line
+// boundaries into chunks that compress to a page or less; only a single
+// event that compresses to more than a page (very long strings) can still
+// be cut.
 type gzipSink struct {
-	out    sink
-	level  int
-	zw     *flate.Writer
-	member bytes.Buffer
-	raw    int64  // uncompressed bytes in whole members
-	path   string // the file out writes to, if any: Close joins its members
+	out     sink
+	level   int
+	zw      *flate.Writer
+	member  bytes.Buffer
+	batch   []byte // the members of one Write, with fillers
+	ratio   int    // raw bytes per compressed byte of the last member, to size chunks
+	aligned bool   // out is a file: keep members off page boundaries
+	offset  int64  // bytes of whole writes in out, when aligned
+	raw     int64  // uncompressed bytes in whole members
+	path    string // the file out writes to, if any: Close joins its members
 }
 
 func newGzipSink(out sink, level int) *gzipSink {
-	return &gzipSink{out: out, level: level}
+	_, aligned := out.(*fileSink)
+	return &gzipSink{out: out, level: level, ratio: 4, aligned: aligned}
 }
 
 func (g *gzipSink) Write(p []byte) (int, error) {
-	m, err := g.compress(p)
-	if err != nil {
+	b := g.batch[:0]
+	off := g.offset
+	for rest := p; len(rest) > 0; {
+		chunk := lineChunk(rest, g.ratio*(pageSize-pageSize/8))
+		m, err := g.compress(chunk)
+		for err == nil && len(m) > pageSize && len(chunk) > 1 {
+			shorter := lineChunk(chunk, len(chunk)/2)
+			if len(shorter) == len(chunk) {
+				break // one line that does not fit in a page
+			}
+			chunk = shorter
+			m, err = g.compress(chunk)
+		}
+		if err != nil {
+			return 0, err
+		}
+		g.ratio = max(1, len(chunk)/len(m))
+		if room := pageSize - off%pageSize; g.aligned && int64(len(m)) > room && len(m) <= pageSize {
+			b = appendFiller(b, int(room))
+		}
+		b = append(b, m...)
+		off = g.offset + int64(len(b))
+		rest = rest[len(chunk):]
+	}
+	g.batch = b
+	if _, err := g.out.Write(b); err != nil {
 		return 0, err
 	}
-	if _, err := g.out.Write(m); err != nil {
-		return 0, err
-	}
+	g.offset += int64(len(b))
 	g.raw += int64(len(p))
 	return len(p), nil
+}
+
+// lineChunk returns the longest prefix of p that ends a line and is at most
+// n bytes long, or the first line if it is longer.
+func lineChunk(p []byte, n int) []byte {
+	if len(p) <= n {
+		return p
+	}
+	if i := bytes.LastIndexByte(p[:n], '\n'); i >= 0 {
+		return p[:i+1]
+	}
+	if i := bytes.IndexByte(p, '\n'); i >= 0 {
+		return p[:i+1]
+	}
+	return p
+}
+
+// fillerHeader starts a filler member: gzipHeader with FLG.FEXTRA set.
+var fillerHeader = [10]byte{0x1f, 0x8b, 8, 4, 0, 0, 0, 0, 0, 0xff}
+
+// minFiller is the smallest filler: header, XLEN, one empty subfield
+// (SI1 SI2 LEN), the final empty block and the trailer.
+const minFiller = len(fillerHeader) + 2 + 4 + len(finalBlock) + 8
+
+// appendFiller appends an empty gzip member of exactly n bytes, or of
+// n+pageSize bytes when n is too small for one, so that what follows
+// starts on a page boundary.
+func appendFiller(b []byte, n int) []byte {
+	if n < minFiller {
+		n += pageSize
+	}
+	extra := n - minFiller // the subfield's data
+	b = append(b, fillerHeader[:]...)
+	b = binary.LittleEndian.AppendUint16(b, uint16(4+extra))
+	b = append(b, 'T', 'P') // subfield id: tracer padding
+	b = binary.LittleEndian.AppendUint16(b, uint16(extra))
+	b = append(b, make([]byte, extra)...)
+	b = append(b, finalBlock[:]...)
+	return append(b, make([]byte, 8)...) // CRC-32 and size of nothing
 }
 
 // compress returns p as one gzip member, valid until the next call.
@@ -181,6 +258,12 @@ func joinGzipMembers(path string) (err error) {
 		} else if err != nil {
 			return fmt.Errorf("member %d: %w", members, err)
 		}
+		if head == fillerHeader {
+			if err := skipFiller(r); err != nil {
+				return fmt.Errorf("member %d: %w", members, err)
+			}
+			continue
+		}
 		if head != gzipHeader {
 			return fmt.Errorf("member %d: not written by tracer", members)
 		}
@@ -218,6 +301,23 @@ func joinGzipMembers(path string) (err error) {
 		return err
 	}
 	return os.Rename(tmp, path)
+}
+
+// skipFiller reads the rest of a filler member, as appendFiller writes it,
+// after its header.
+func skipFiller(r io.Reader) error {
+	var xlen [2]byte
+	if _, err := io.ReadFull(r, xlen[:]); err != nil {
+		return err
+	}
+	rest := make([]byte, int(binary.LittleEndian.Uint16(xlen[:]))+len(finalBlock)+8)
+	if _, err := io.ReadFull(r, rest); err != nil {
+		return err
+	}
+	if !bytes.Equal(rest[len(rest)-10:], append(finalBlock[:], make([]byte, 8)...)) {
+		return errors.New("a filler member that is not empty")
+	}
+	return nil
 }
 
 // copyDeflateBody copies the deflate data of one member to w, less its
