@@ -1,0 +1,77 @@
+package benchmarks
+
+// BenchmarkEncode measures the work the span scenarios leave for later:
+// turning recorded events into JSON and writing them to a file, per event.
+// The tracer does it in its flusher, on another core when one is idle (so
+// the single-threaded span scenarios leave it off the clock and the
+// parallel ones include it); the mutex baseline does it once, at exit, in
+// WriteTrace, never in its span scenarios. runtime/trace and chrometracing
+// encode on the recording goroutine, inside their span numbers, and the
+// OpenTelemetry exporter here discards, so they have no row. Both rows
+// encode bare spans (the Span scenario's events) to a real file.
+
+import (
+	"bufio"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/gotracer/tracer"
+	"github.com/gotracer/tracer/benchmarks/internal/mutextrace"
+)
+
+func BenchmarkEncode(b *testing.B) {
+	b.Run("peer=tracer/mode=on", func(b *testing.B) {
+		b.ReportAllocs()
+		b.StopTimer()
+		path := filepath.Join(tempDir, "encode-tracer.json")
+		t, err := tracer.New(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		before := t.Stats()
+		for done := 0; done < b.N; {
+			n := min(tracerChunk, b.N-done)
+			for i := 0; i < n; i++ {
+				t.Span("span")()
+			}
+			b.StartTimer()
+			if err := t.Flush(); err != nil {
+				b.Fatal(err)
+			}
+			b.StopTimer()
+			done += n
+		}
+		after := t.Stats()
+		if err := t.Close(); err != nil {
+			b.Error(err)
+		}
+		reportDropped(b, after.Dropped-before.Dropped)
+		removeQuietly(path)
+	})
+	b.Run("peer=mutex/mode=on", func(b *testing.B) {
+		b.ReportAllocs()
+		b.StopTimer()
+		path := filepath.Join(tempDir, "encode-mutex.json")
+		f, err := os.Create(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer removeQuietly(path)
+		defer f.Close()
+		mutextrace.Reset()
+		defer mutextrace.Reset()
+		for i := 0; i < b.N; i++ {
+			mutexSpan(i)
+		}
+		w := bufio.NewWriterSize(f, 256<<10)
+		b.StartTimer()
+		if err := mutextrace.WriteTrace(w); err != nil {
+			b.Fatal(err)
+		}
+		if err := w.Flush(); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+	})
+}
