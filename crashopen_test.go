@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -110,9 +111,9 @@ func TestOpenSpansVisibleAfterKill(t *testing.T) {
 	for _, e := range byPhase(evs, "B") {
 		order = append(order, e.Name)
 	}
-	assert.Less(t, indexOf(order, "request"), indexOf(order, "query"), "outermost first: %v", order)
-	assert.Less(t, indexOf(order, "batch"), indexOf(order, "item"), "outermost first: %v", order)
-	assert.Less(t, indexOf(order, "item"), indexOf(order, "decode"), "outermost first: %v", order)
+	assert.Less(t, slices.Index(order, "request"), slices.Index(order, "query"), "outermost first: %v", order)
+	assert.Less(t, slices.Index(order, "batch"), slices.Index(order, "item"), "outermost first: %v", order)
+	assert.Less(t, slices.Index(order, "item"), slices.Index(order, "decode"), "outermost first: %v", order)
 	assert.Len(t, order, 5, "only the open spans are B events: %v", order)
 	assert.Empty(t, byPhase(evs, "E"), "nothing had ended")
 
@@ -123,26 +124,6 @@ func TestOpenSpansVisibleAfterKill(t *testing.T) {
 		assert.Equal(t, float64(i), e.Args["i"])
 		assert.Equal(t, request.Tid, e.Tid)
 	}
-}
-
-// byName returns the events named name.
-func byName(evs []event, name string) []event {
-	var out []event
-	for _, e := range evs {
-		if e.Name == name {
-			out = append(out, e)
-		}
-	}
-	return out
-}
-
-func indexOf(s []string, v string) int {
-	for i, x := range s {
-		if x == v {
-			return i
-		}
-	}
-	return -1
 }
 
 // TestCloseWritesOpenSpans: spans still open when the tracer is closed are

@@ -71,6 +71,17 @@ func byPhase(evs []event, ph string) []event {
 	return out
 }
 
+// byName returns the events named name.
+func byName(evs []event, name string) []event {
+	var out []event
+	for _, e := range evs {
+		if e.Name == name {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
 // interval is a slice on a track, from an X event or a B/E pair.
 type interval struct {
 	name       string
