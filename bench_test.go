@@ -81,7 +81,7 @@ func BenchmarkSpanTwoArgs(b *testing.B) {
 // running. It reports X events per second of one core.
 func BenchmarkEncode(b *testing.B) {
 	const batch = 8192
-	tr, err := New(filepath.Join(b.TempDir(), "encode.json"), WithBufferSize(4*batch), WithFlushInterval(10*time.Second))
+	tr, err := New(filepath.Join(b.TempDir(), "encode.json"), WithFlushInterval(10*time.Second))
 	require.NoError(b, err)
 	defer tr.Close()
 	b.ReportAllocs()
@@ -161,7 +161,7 @@ func BenchmarkSink(b *testing.B) {
 		b.Run(bc.name, func(b *testing.B) {
 			const batch = 8192
 			path := filepath.Join(b.TempDir(), bc.file)
-			tr, err := New(path, append(bc.opts, WithBufferSize(2*batch), WithFlushInterval(10*time.Second))...)
+			tr, err := New(path, append(bc.opts, WithFlushInterval(10*time.Second))...)
 			require.NoError(b, err)
 			b.ReportAllocs()
 			b.ResetTimer()
@@ -237,7 +237,7 @@ type flusherWriter interface {
 // nested spans, args and instants: about 10 MB of JSON.
 func workloadTrace(b *testing.B) []byte {
 	var buf bytes.Buffer
-	tr, err := NewWriter(&buf, WithBufferSize(1<<16))
+	tr, err := NewWriter(&buf)
 	require.NoError(b, err)
 	var wg sync.WaitGroup
 	for w := range 4 {

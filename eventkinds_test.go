@@ -243,7 +243,7 @@ func TestEventKindsZeroAllocs(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector allocates")
 	}
-	tr, _ := newTestTracer(t, WithBufferSize(1<<16))
+	tr, _ := newTestTracer(t)
 	cat := Category("bench")
 	cases := map[string]func(){
 		"Counter":            func() { tr.Counter("c", Int("a", 1), Float64("b", 2)) },

@@ -113,7 +113,7 @@ func (r *FlightRecorder) WriteFile(path string) error {
 	return os.WriteFile(path, b, 0o644)
 }
 
-// snapshot drains the rings into the window and returns the trace of the
+// snapshot drains the buffers into the window and returns the trace of the
 // window. It builds the trace in memory, rather than writing it under the
 // flush lock, so that a slow writer does not hold up the flusher.
 func (r *FlightRecorder) snapshot() ([]byte, error) {
@@ -124,7 +124,8 @@ func (r *FlightRecorder) snapshot() ([]byte, error) {
 	if f.isClosed() {
 		return nil, ErrClosed
 	}
-	f.flush() // into the window, which does not fail
+	f.pass(true)
+	f.sync() // into the window, which does not fail; the writer is idle now
 	f.win.evict(nanotime())
 
 	saved := f.enc.buf
@@ -136,7 +137,7 @@ func (r *FlightRecorder) snapshot() ([]byte, error) {
 	f.names.appendAll(&f.enc)
 	for _, s := range f.open.stacks {
 		for i := range *s {
-			f.enc.begin(&(*s)[i].start, (*s)[i].cont)
+			f.enc.begin(&(*s)[i].start, (*s)[i].rest)
 		}
 	}
 	f.appendEnd()
@@ -150,14 +151,14 @@ func (r *FlightRecorder) snapshot() ([]byte, error) {
 // one line, so events are counted and cut off by lines.
 type window struct {
 	cfg           FlightRecorderConfig
-	chunks        []chunk // oldest first
+	chunks        []windowChunk // oldest first
 	events, bytes int     // in the window
 	spare         [][]byte
 	overwritten   atomic.Uint64
 }
 
-// A chunk is one batch. Its events up to off have been pushed out.
-type chunk struct {
+// A windowChunk is one batch. Its events up to off have been pushed out.
+type windowChunk struct {
 	buf    []byte
 	off    int
 	events int
@@ -169,7 +170,7 @@ func (w *window) Write(p []byte) (int, error) {
 	if n := len(w.spare); n > 0 && cap(w.spare[n-1]) >= len(p) {
 		buf, w.spare = w.spare[n-1][:0], w.spare[:n-1]
 	}
-	c := chunk{buf: append(buf, p...), events: bytes.Count(p, []byte{'\n'}), at: nanotime()}
+	c := windowChunk{buf: append(buf, p...), events: bytes.Count(p, []byte{'\n'}), at: nanotime()}
 	w.chunks = append(w.chunks, c)
 	w.events += c.events
 	w.bytes += len(p)
@@ -194,7 +195,7 @@ func (w *window) evict(now int64) {
 			if len(w.spare) < 4 {
 				w.spare = append(w.spare, c.buf)
 			}
-			w.chunks[0] = chunk{}
+			w.chunks[0] = windowChunk{}
 			w.chunks = w.chunks[1:]
 			continue
 		}

@@ -5,48 +5,55 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
-	"go.uber.org/atomic"
+	uatomic "go.uber.org/atomic"
 )
 
-// batchBytes is the size at which the flusher writes out what it has
-// encoded and hands the slots back to the producers, mid-flush.
+// batchBytes is the size at which the encoder queues what it has encoded
+// for the writer and starts a new batch.
 const batchBytes = 256 << 10
 
-// The flusher owns encoding and writing. It runs under Tracer.flushMu, so
-// the background goroutine, Flush and Close never drain at the same time.
+// The flusher owns encoding. Its encoding state is guarded by
+// Tracer.flushMu, so the flusher goroutine, a recording goroutine that
+// helps (assist.go), Flush and Close never encode at the same time; its
+// writer (writer.go) runs on a goroutine of its own.
 type flusher struct {
 	t       *Tracer
 	sink    sink
 	enc     encoder
 	wall    time.Time // wall clock of ts 0
 	cursors []cursor
-	scratch [maxArgs / inlineArgs]record // an event whose slots wrap around the ring end
+	out     writer
 
 	open          openSpans
-	pending       int // events encoded in enc.buf, not yet written
+	pending       int    // events encoded in enc.buf, not yet queued
+	cur           *batch // the batch enc.buf belongs to, nil if none
 	reportedDrops uint64
-	closed        atomic.Bool
+	closing       bool // Close's last pass: no rotation
+	closed        uatomic.Bool
 
-	batch      uint64      // writes so far: tells which B events a failed write lost
-	batchLimit int         // bytes to encode before a write: batchBytes, or less near a rotation
+	batch      uint64      // batches queued so far: tells which B events a failed write lost
+	batchLimit int         // bytes to encode before queueing: batchBytes, or less near a rotation
+	fileRaw    int64       // bytes encoded for the current file, when rotating
 	rot        *rotator    // the sink, if the trace is rotated
 	win        *window     // the sink, if the tracer is a flight recorder
 	names      *trackNames // goroutine names to write again, with rot or win
 
-	events, bytes, flushes, sinkErrors, lost, unmatched atomic.Uint64
+	unmatched uatomic.Uint64
 }
 
-// A cursor walks one ring during a flush: [pos, end) is what is left to read.
+// A cursor walks one lane during a pass; the lane keeps its position.
 type cursor struct {
-	r        *ring
-	pos, end uint64
+	l    *lane
+	head uint64 // published slots of l.read, as last loaded
 }
 
 func (f *flusher) init(t *Tracer, s sink, wall time.Time) {
 	f.t, f.sink, f.wall = t, s, wall
-	f.enc = encoder{pid: processID, base: t.base, buf: make([]byte, 0, batchBytes+64<<10)}
+	f.enc = newEncoder(processID, t.base)
+	f.enc.buf = make([]byte, 0, 64<<10)
 	f.batchLimit = batchBytes
 	f.rot, _ = s.(*rotator)
 	f.win, _ = s.(*window)
@@ -54,41 +61,32 @@ func (f *flusher) init(t *Tracer, s sink, wall time.Time) {
 		f.names = newTrackNames()
 		f.enc.names = f.names
 	}
+	f.out.init()
 }
 
-// run is the flusher goroutine. It wakes often, cheaply, to check whether a
-// ring passed its high-water mark, and flushes then or when the interval
-// has passed. Polling keeps the record path free of channel operations.
+// run is the flusher goroutine. It encodes when a P seals a chunk (the
+// recording goroutine wakes it) and every flush interval, and gives
+// memory back to the pool every second or so.
 func (t *Tracer) run() {
 	defer close(t.done)
-	poll := min(max(t.opts.flushInterval/20, time.Millisecond), 10*time.Millisecond)
-	tick := time.NewTicker(poll)
+	tick := time.NewTicker(t.opts.flushInterval)
 	defer tick.Stop()
-	last := time.Now()
+	lastTrim := time.Now()
 	for {
 		select {
 		case <-t.stop:
 			return
+		case <-t.wake:
 		case now := <-tick.C:
-			if now.Sub(last) < t.opts.flushInterval && !t.pastHighWater() {
-				continue
+			if now.Sub(lastTrim) >= time.Second {
+				lastTrim = now
+				t.pool.trim(t.laneCount() + assistChunks)
 			}
-			last = now
-			t.flushMu.Lock()
-			t.flusher.flush() // errors go to the error handler
-			t.flushMu.Unlock()
 		}
+		t.flushMu.Lock()
+		t.flusher.pass(true)
+		t.flushMu.Unlock()
 	}
-}
-
-// pastHighWater reports whether any ring is at least half full.
-func (t *Tracer) pastHighWater() bool {
-	for _, r := range *t.rings.Load() {
-		if r != nil && r.len() >= uint64(len(r.buf)/2) {
-			return true
-		}
-	}
-	return false
 }
 
 // writeHeader writes the opening of the file: "[", the process metadata
@@ -101,8 +99,11 @@ func (f *flusher) writeHeader() error {
 	}
 	f.appendHeader()
 	f.appendDropCounter(f.t.base)
-	_, err := f.sink.Write(f.enc.buf)
+	n, err := f.sink.Write(f.enc.buf)
 	f.enc.buf = f.enc.buf[:0]
+	if f.rot != nil {
+		f.fileRaw = int64(n)
+	}
 	return err
 }
 
@@ -150,124 +151,181 @@ func (f *flusher) appendDropCounter(ts int64) {
 	f.enc.buf = append(b, "}},\n"...)
 }
 
-// flush writes every event published before it started.
+// pass encodes every event published before it started and queues it for
+// the writer. With block false (a recording goroutine helping) it encodes
+// only as much as the writer's queue takes and reports whether it got to
+// the end; with block true it waits for the writer when the queue is full.
 //
-// Ordering: each ring is sorted by record.at, the clock reading taken while
-// the writer was pinned. flush reads the clock once, as cut, and then merges
-// the rings by at, taking only records with at < cut. A goroutine that
-// moved between Ps has its events in several rings; the merge puts them in
-// the order it recorded them. Taking only at < cut is what makes that
-// order hold across flushes too: if a record with at < cut is taken, every
-// earlier record of the same goroutine was published before that
-// goroutine's clock read, hence before cut, hence before this flush loaded
-// the rings' heads, so it is taken in this flush or was in an earlier one.
-// Records at or after cut stay in their ring for the next flush.
+// Ordering: each lane is sorted by the head's clock reading, taken while
+// the writer was pinned. pass reads the clock once, as cut, and then
+// merges the lanes by time, taking only events with at < cut. A goroutine
+// that moved between Ps has its events in several lanes; the merge puts
+// them in the order it recorded them. Taking only at < cut is what makes
+// that order hold across passes too: if an event with at < cut is taken,
+// every earlier event of the same goroutine was published before that
+// goroutine's clock read, hence before cut, hence before this pass loaded
+// any lane's head (all of which it does after reading cut), so it is taken
+// in this pass or was in an earlier one. Events at or after cut stay in
+// their lane for the next pass. A pass that stops early, when the queue is
+// full, has taken a prefix of the merge: everything older than what it
+// left, so the next pass goes on in order.
 //
 // "Published before that goroutine's clock read" is not what storeRelease
 // gives: on amd64 it is a plain store, which may still sit in the CPU's
 // store buffer when the same thread reads the clock. It holds because the
-// two records are in different rings only if the goroutine changed P in
+// two events are in different lanes only if the goroutine changed P in
 // between, and the runtime hands a goroutine or a P between threads with
 // locked (full-barrier) instructions, which drain the store buffer. The
 // rest of the chain assumes the monotonic clock agrees across CPUs (Linux
-// guarantees it) and that the head loads below happen after cut is read;
-// on amd64 a later load may in principle be performed a few dozen cycles
+// guarantees it) and that the head loads happen after cut is read; on
+// amd64 a later load may in principle be performed a few dozen cycles
 // before RDTSC, far less than it takes a goroutine to change P. Within one
-// ring, order needs none of this: it is the ring's order.
-func (f *flusher) flush() error {
+// lane, order needs none of this: it is the lane's order.
+//
+// The batches reach the writer in the order they were queued, and only one
+// goroutine encodes at a time, so the file holds events in encoding order.
+func (f *flusher) pass(block bool) bool {
+	if f.closed.Load() {
+		return false
+	}
+	f.takeFailures()
+	if !f.startBatch(block) {
+		return false
+	}
 	cut := nanotime()
 	f.cursors = f.cursors[:0]
-	for _, r := range *f.t.rings.Load() {
-		if r != nil {
-			f.cursors = append(f.cursors, cursor{r: r, pos: r.tail.Load(), end: r.loadHead()})
+	for _, l := range *f.t.lanes.Load() {
+		if l != nil {
+			f.cursors = append(f.cursors, cursor{l: l})
 		}
 	}
-	var errs error
+	complete := true
+merge:
 	for {
 		i, limit := f.nextCursor(cut)
 		if i < 0 {
 			break
 		}
 		c := &f.cursors[i]
-		for c.pos < c.end {
-			rec := &c.r.buf[c.pos&c.r.mask]
-			if rec.at >= cut || rec.at > limit {
+		for {
+			h := f.peek(c)
+			if h == nil || h.at() >= cut || h.at() > limit {
 				break
 			}
 			if f.names != nil {
-				f.names.note(rec)
+				f.names.note(h, c.l.read.slots[c.l.pos+1:c.l.pos+h.slots()])
 			}
-			c.pos += f.take(c, rec, cut)
+			c.l.pos += f.take(c, h, cut)
 			if len(f.enc.buf) >= f.batchLimit {
-				errs = errors.Join(errs, f.write())
+				f.send()
+				if !f.startBatch(block) {
+					complete = false
+					break merge
+				}
 			}
 		}
 	}
-	f.open.trim(maxOpenSpans)
-	if f.win == nil { // a flight recorder writes spans whole: see FlightRecorder
-		f.writeOldBegins(cut - int64(f.t.opts.flushInterval))
+	if complete {
+		f.open.trim(maxOpenSpans)
+		if f.win == nil { // a flight recorder writes spans whole: see FlightRecorder
+			f.writeOldBegins(cut - int64(f.t.opts.flushInterval))
+		}
+		if drops := f.dropsSoFar(); drops != f.reportedDrops {
+			f.reportedDrops = drops
+			f.appendDropCounter(cut)
+		}
+		f.send()
 	}
-	if drops := f.dropsSoFar(); drops != f.reportedDrops {
-		f.reportedDrops = drops
-		f.appendDropCounter(cut)
+	f.t.progress.broadcast()
+	return complete
+}
+
+// peek returns the head slot of the next event of c's lane, or nil if
+// none is published. It moves on to the next chunk when it has read one
+// to its end, and gives the one it leaves back to the pool.
+func (f *flusher) peek(c *cursor) *slot {
+	l := c.l
+	for {
+		if l.pos < c.head {
+			return &l.read.slots[l.pos]
+		}
+		if l.read == nil {
+			if l.read = l.first.Load(); l.read == nil {
+				return nil
+			}
+			l.pos, c.head = 0, 0
+		}
+		if c.head = atomic.LoadUint64(&l.read.head); l.pos < c.head {
+			continue
+		}
+		next := l.read.next.Load()
+		if next == nil {
+			return nil
+		}
+		// Sealed: its head is final now.
+		if c.head = atomic.LoadUint64(&l.read.head); l.pos < c.head {
+			continue
+		}
+		f.t.pool.put(l.read)
+		f.t.waiting.Dec()
+		l.read, l.pos, c.head = next, 0, 0
 	}
-	return errors.Join(errs, f.write())
 }
 
 // dropsSoFar counts the events that will never reach the file: dropped
-// because a ring was full, or lost in a write that failed.
+// because the buffers were full on a stalled sink, or lost in a write
+// that failed.
 func (f *flusher) dropsSoFar() uint64 {
-	drops := f.lost.Load()
-	for _, r := range *f.t.rings.Load() {
-		if r != nil {
-			drops += r.dropped.Load()
-		}
-	}
-	return drops
+	return f.out.lost.Load() + f.t.dropped.Load()
 }
 
-// take encodes the event whose first record is rec, at the cursor's
-// position, and returns how many slots it used. A span start followed
-// directly by its own end becomes one X event and uses both.
-func (f *flusher) take(c *cursor, rec *record, cut int64) uint64 {
-	n := slotsFor(int(rec.nargs))
-	recs := f.slots(c.r, c.pos, n)
-	switch rec.kind {
+// take encodes the event whose head is h, at c's position, and returns how
+// many slots it used. A span start followed directly by its own end
+// becomes one X event and uses both.
+func (f *flusher) take(c *cursor, h *slot, cut int64) uint64 {
+	l := c.l
+	n := h.slots()
+	rest := l.read.slots[l.pos+1 : l.pos+n]
+	switch h.kind() {
 	case kindSpan, kindBegin:
-		token := c.r.tokens[c.pos&c.r.mask].id
-		if rec.kind == kindSpan && c.pos+n < c.end {
-			// Tokens are per slot, so after the ring wrapped an older span
-			// of another goroutine can hold the same one: match the
-			// goroutine too.
-			next := &c.r.buf[(c.pos+n)&c.r.mask]
-			if next.kind == kindEnd && next.id == token && next.gid == rec.gid && next.at < cut {
-				f.enc.complete(&recs[0], recs[1:], next.at-rec.at)
-				f.pending++
-				return n + 1
+		token := l.nextToken()
+		if h.kind() == kindSpan {
+			if l.pos+n >= c.head {
+				c.head = atomic.LoadUint64(&l.read.head)
+			}
+			if l.pos+n < c.head {
+				// Tokens are reused, so an older span of another
+				// goroutine can hold the same one: match the goroutine
+				// too.
+				next := &l.read.slots[l.pos+n]
+				if next.kind() == kindEnd && next.n == token && next.gid() == h.gid() && next.at() < cut {
+					f.enc.complete(h, rest, next.at()-h.at())
+					f.pending++
+					return n + 1
+				}
 			}
 		}
-		f.push(&recs[0], recs[1:], token)
+		f.push(h, rest, token)
 	case kindEnd:
-		f.pop(rec)
+		f.pop(h)
 	default:
-		f.enc.event(&recs[0], recs[1:])
+		f.enc.event(h, rest)
 		f.pending++
 	}
 	return n
 }
 
-// nextCursor returns the cursor whose next record is the oldest one before
-// cut, and the at of the oldest next record among the others: the merge
+// nextCursor returns the cursor whose next event is the oldest one before
+// cut, and the time of the oldest next event among the others: the merge
 // takes from the first until it passes the second.
 func (f *flusher) nextCursor(cut int64) (best int, limit int64) {
 	best, bestAt, limit := -1, cut, int64(math.MaxInt64)
 	for i := range f.cursors {
-		c := &f.cursors[i]
-		if c.pos == c.end {
+		h := f.peek(&f.cursors[i])
+		if h == nil {
 			continue
 		}
-		at := c.r.buf[c.pos&c.r.mask].at
-		if at < bestAt {
+		if at := h.at(); at < bestAt {
 			if best >= 0 {
 				limit = bestAt
 			}
@@ -279,93 +337,110 @@ func (f *flusher) nextCursor(cut int64) (best int, limit int64) {
 	return best, limit
 }
 
-// slots returns the n records of the event at pos, copying them only when
-// they wrap around the end of the ring.
-func (f *flusher) slots(r *ring, pos, n uint64) []record {
-	i := pos & r.mask
-	if i+n <= uint64(len(r.buf)) {
-		return r.buf[i : i+n]
+// startBatch makes sure enc.buf belongs to a batch, taking a free one, and
+// reports whether it could: with block false it does not wait for one.
+// With rotation, a batch that passes the file's limit starts a new file.
+func (f *flusher) startBatch(block bool) bool {
+	if f.cur != nil {
+		return true
 	}
-	for s := uint64(0); s < n; s++ {
-		f.scratch[s] = r.buf[(pos+s)&r.mask]
+	var b *batch
+	select {
+	case b = <-f.out.free:
+	default:
+		if !block {
+			return false
+		}
+		b = <-f.out.free
 	}
-	return f.scratch[:n]
+	b.op, b.headLen = opWrite, 0
+	f.cur = b
+	f.enc.buf = b.buf[:0]
+	if f.rot != nil {
+		f.maybeRotate(b)
+	}
+	return true
 }
 
-// write hands the encoded batch to the sink and gives the slots read so
-// far back to the producers.
-func (f *flusher) write() error {
-	events := f.pending
+// send queues the batch encoded so far for the writer, unless it is empty.
+func (f *flusher) send() {
+	b := f.cur
+	if b == nil || (len(f.enc.buf) == 0 && b.op == opWrite) {
+		return
+	}
+	if f.names != nil {
+		f.pending += f.names.appendPending(&f.enc)
+		f.names.tick++
+	}
+	b.buf, b.events, b.seq = f.enc.buf, f.pending, f.batch
+	f.fileRaw += int64(len(b.buf))
 	f.pending = 0
-	var err error
-	if len(f.enc.buf) > 0 {
-		if f.names != nil {
-			events += f.names.appendPending(&f.enc)
-		}
-		var n int
-		n, err = f.sink.Write(f.enc.buf)
-		f.bytes.Add(uint64(n))
-		f.flushes.Inc()
-		if err != nil {
-			f.sinkErrors.Inc()
-			f.lost.Add(uint64(events))
-			f.reportedDrops = math.MaxUint64 // the counter may have been lost too: write it again
-			f.t.opts.onError(err)
-		} else {
-			f.events.Add(uint64(events))
-		}
-		f.enc.buf = f.enc.buf[:0]
-		f.afterWrite(err)
-	}
-	for _, c := range f.cursors {
-		c.r.tail.Store(c.pos)
-	}
-	return err
+	f.batch++
+	f.cur, f.enc.buf = nil, nil
+	f.out.queue <- b // never blocks: the queue has room for every batch
 }
 
-// afterWrite keeps the file consistent after a write: when it failed, the
-// spans whose B event it held are written again, as are goroutine names;
-// with rotation, a full file is replaced.
-func (f *flusher) afterWrite(err error) {
-	if err != nil {
-		f.open.unwrite(f.batch)
+// takeFailures brings the encoder up to date with the writes that failed:
+// the spans whose B event they held are written again (or become X
+// events): an E without its B breaks chrome://tracing. Goroutine names
+// and the drop counter are written again too.
+func (f *flusher) takeFailures() {
+	for _, seq := range f.out.takeFailures() {
+		f.open.unwrite(seq)
 		if f.names != nil {
 			f.names.newFile()
 		}
-	}
-	f.batch++
-	if f.names != nil {
-		f.names.tick++
-	}
-	if f.rot != nil {
-		f.rotate()
+		f.reportedDrops = math.MaxUint64
 	}
 }
 
-// fail reports an error of the sink that no write returned.
-func (f *flusher) fail(err error) {
-	f.sinkErrors.Inc()
-	f.t.opts.onError(err)
+// sync waits until the writer has written everything queued, and returns
+// the write errors since the last sync.
+func (f *flusher) sync() error {
+	b := &batch{op: opSync, done: make(chan error, 1)}
+	f.out.queue <- b
+	return <-b.done
 }
 
-// close drains the rings a last time, ends the JSON array and closes the
-// sink. The last event is the final drop counter, written without the
-// comma, so a closed file is strict JSON.
+// close encodes everything left, ends the JSON array, waits for the writer
+// and closes the sink. The last event is the final drop counter, written
+// without the comma, so a closed file is strict JSON.
 func (f *flusher) close() error {
-	if f.win != nil { // nothing to write: the window goes
-		f.closed.Store(true)
-		return f.sink.Close()
+	f.closing = true
+	if f.win == nil {
+		f.pass(true)
+		f.startBatch(true)
+		// Spans still open were running when the trace stopped (Stop on a
+		// signal or a panic): write them all as B events, however young.
+		f.writeOldBegins(math.MaxInt64)
+		f.appendEnd()
+		f.send()
 	}
-	err := f.flush()
-	// Spans still open were running when the trace stopped (Stop on a
-	// signal or a panic): write them all as B events, however young.
-	f.writeOldBegins(math.MaxInt64)
-	err = errors.Join(err, f.write())
 	f.closed.Store(true)
-	f.appendEnd()
-	_, werr := f.sink.Write(f.enc.buf)
-	f.enc.buf = f.enc.buf[:0]
-	return errors.Join(err, werr, f.sink.Close())
+	f.t.lateDrops.Add(f.unread())
+	close(f.out.queue)
+	<-f.out.exited
+	f.out.mu.Lock()
+	err := f.out.errs
+	f.out.mu.Unlock()
+	return errors.Join(err, f.sink.Close())
+}
+
+// unread counts the events published after the last pass of Close, which
+// will never be written.
+func (f *flusher) unread() uint64 {
+	n := uint64(0)
+	for _, l := range *f.t.lanes.Load() {
+		if l == nil {
+			continue
+		}
+		c := cursor{l: l}
+		for h := f.peek(&c); h != nil; h = f.peek(&c) {
+			l.pos += h.slots()
+			n++
+		}
+	}
+	return n
 }
 
 // appendEnd ends the trace: the drop counter, without a comma, and "]".
@@ -379,12 +454,13 @@ func (f *flusher) appendEnd() {
 func (f *flusher) isClosed() bool { return f.closed.Load() }
 
 func (f *flusher) stats() Stats {
+	w := &f.out
 	s := Stats{
-		Events:     f.events.Load(),
-		Bytes:      f.bytes.Load(),
-		Flushes:    f.flushes.Load(),
-		SinkErrors: f.sinkErrors.Load(),
-		Lost:       f.lost.Load(),
+		Events:     w.events.Load(),
+		Bytes:      w.bytes.Load(),
+		Flushes:    w.flushes.Load(),
+		SinkErrors: w.sinkErrors.Load(),
+		Lost:       w.lost.Load(),
 		Unmatched:  f.unmatched.Load(),
 	}
 	if f.win != nil {

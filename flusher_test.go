@@ -36,13 +36,13 @@ func TestFlusherDrainsOnItsOwn(t *testing.T) {
 			"an event on an idle P is written within a few flush intervals")
 	})
 
-	t.Run("high water", func(t *testing.T) {
-		tr, path := newTestTracer(t, WithBufferSize(256), WithFlushInterval(10*time.Second))
-		for i := 0; i < 160; i++ { // past half of the ring
+	t.Run("sealed chunk", func(t *testing.T) {
+		tr, path := newTestTracer(t, WithFlushInterval(10*time.Second))
+		for i := 0; i < chunkSlots+10; i++ { // fills a chunk and seals it
 			tr.Instant("burst")
 		}
 		require.True(t, eventually(t, path, `"burst"`, 5*time.Second),
-			"a ring past half full is flushed long before the 10s interval")
+			"a sealed chunk is encoded and written long before the 10s interval")
 		require.Zero(t, tr.Stats().Dropped)
 	})
 }

@@ -149,7 +149,7 @@ func FuzzRecordSequence(f *testing.F) {
 	path := filepath.Join(f.TempDir(), "fuzz.json")
 	f.Fuzz(func(t *testing.T, ops []byte) {
 		ops = ops[:min(len(ops), 4000)]
-		tr, err := New(path, WithBufferSize(64), WithFlushInterval(time.Millisecond))
+		tr, err := New(path, WithBufferLimit(chunkBytes), WithFlushInterval(time.Millisecond))
 		require.NoError(t, err)
 		var open, ended []func()
 		id, misuse, sleeps := 0, false, 0

@@ -5,11 +5,11 @@ import (
 	"slices"
 )
 
-// Spans are recorded as two records, a start and an end, and the flusher
-// pairs them. Most spans are short and their end is the very next record in
-// the same ring, which the flusher pairs on the spot into one X event.
+// Spans are recorded as two events, a start and an end, and the flusher
+// pairs them. Most spans are short and their end is the very next event in
+// the same lane, which the flusher pairs on the spot into one X event.
 // Other starts wait in their goroutine's stack of open spans here, copied
-// out of the ring so their slots can be reused.
+// out of the lane so their chunk can be reused.
 //
 // A start older than one flush interval when a flush ends is written as a B
 // event right away, so a killed process shows what it was doing; its end
@@ -18,7 +18,7 @@ import (
 // order, which chrome://tracing requires.
 
 // maxOpenSpans bounds the open spans the flusher remembers. A goroutine that
-// exits inside a span whose end was dropped (its ring was full) leaves the
+// exits inside a span whose end was dropped (the buffers were full) leaves the
 // start here for good, and a program that drops often while starting many
 // goroutines would otherwise grow this table without limit: a million such
 // goroutines held 33 MB. Past the bound, the flusher forgets the goroutines
@@ -31,9 +31,9 @@ const maxOpenSpans = 1 << 14
 
 // An openSpan is a started span whose end has not been seen yet.
 type openSpan struct {
-	start   record
-	cont    []record // continuation records, for spans with many args
-	token   uint64   // the spanToken id its end will carry
+	start   slot
+	rest    []slot // the extra and arg slots, if any
+	token   uint64 // the spanToken id its end will carry
 	written bool     // its B event is in the file
 	batch   uint64   // the write that held its B event
 }
@@ -88,15 +88,15 @@ func (o *openSpans) release(gid uint64, s *[]openSpan) {
 
 // push records a start whose end is not in sight. An eager start (Begin)
 // is written as B at once, after the open spans below it.
-func (f *flusher) push(r *record, cont []record, token uint64) {
-	s := f.open.stack(r.gid, true)
-	*s = append(*s, openSpan{start: *r, token: token})
+func (f *flusher) push(h *slot, rest []slot, token uint64) {
+	s := f.open.stack(h.gid(), true)
+	*s = append(*s, openSpan{start: *h, token: token})
 	f.open.count++
 	top := &(*s)[len(*s)-1]
-	if len(cont) > 0 {
-		top.cont = append([]record(nil), cont...)
+	if len(rest) > 0 {
+		top.rest = append([]slot(nil), rest...)
 	}
-	if r.kind == kindBegin && f.win == nil {
+	if h.kind() == kindBegin && f.win == nil {
 		f.writeBegins(*s, int64(1)<<62)
 	}
 }
@@ -109,10 +109,10 @@ func (f *flusher) writeBegins(s []openSpan, before int64) {
 		if o.written {
 			continue
 		}
-		if o.start.at >= before {
+		if o.start.at() >= before {
 			return
 		}
-		f.enc.begin(&o.start, o.cont)
+		f.enc.begin(&o.start, o.rest)
 		o.written, o.batch = true, f.batch
 		f.pending++
 	}
@@ -122,15 +122,15 @@ func (f *flusher) writeBegins(s []openSpan, before int64) {
 // ends were dropped (a full ring) are closed at the same time if their B is
 // already in the file, and forgotten otherwise. An end that matches nothing
 // (ended twice, or on another goroutine) is counted.
-func (f *flusher) pop(end *record) {
-	s := f.open.stack(end.gid, false)
+func (f *flusher) pop(end *slot) {
+	s := f.open.stack(end.gid(), false)
 	if s == nil {
 		f.unmatched.Inc()
 		return
 	}
 	st := *s
 	i := len(st) - 1
-	for i >= 0 && st[i].token != end.id {
+	for i >= 0 && st[i].token != end.n {
 		i--
 	}
 	if i < 0 {
@@ -141,17 +141,17 @@ func (f *flusher) pop(end *record) {
 		o := &st[j]
 		switch {
 		case o.written:
-			f.enc.end(&o.start, end.at)
+			f.enc.end(&o.start, o.rest, end.at())
 			f.pending++
 		case j == i:
-			f.enc.complete(&o.start, o.cont, end.at-o.start.at)
+			f.enc.complete(&o.start, o.rest, end.at()-o.start.at())
 			f.pending++
 		}
 		st[j] = openSpan{} // let the strings go
 	}
 	f.open.count -= len(st) - i
 	*s = st[:i]
-	f.open.release(end.gid, s)
+	f.open.release(end.gid(), s)
 }
 
 // writeOldBegins writes B events for every span open since before.
@@ -187,7 +187,7 @@ func (o *openSpans) trim(max int) {
 	}
 	ages := make([]stackAge, 0, len(o.stacks))
 	for gid, s := range o.stacks {
-		ages = append(ages, stackAge{gid, (*s)[len(*s)-1].start.at})
+		ages = append(ages, stackAge{gid, (*s)[len(*s)-1].start.at()})
 	}
 	slices.SortFunc(ages, func(a, b stackAge) int { return cmp.Compare(a.newest, b.newest) })
 	for _, a := range ages {

@@ -9,10 +9,10 @@ import (
 
 // Defaults for the options below.
 const (
-	// DefaultBufferSize is the number of events each P's ring holds. A record
-	// is 248 bytes, so the default costs 1 MiB of memory per P that records,
-	// whatever the number of goroutines.
-	DefaultBufferSize = 4096
+	// DefaultBufferLimit is the most memory the buffers of recorded events
+	// take unless WithBufferLimit says otherwise. A bare span takes 64
+	// bytes, so this holds half a million spans waiting to be encoded.
+	DefaultBufferLimit = 32 << 20
 	// DefaultFlushInterval is how often the flusher writes everything
 	// recorded so far, at the latest.
 	DefaultFlushInterval = 100 * time.Millisecond
@@ -22,7 +22,8 @@ const (
 type Option func(*options) error
 
 type options struct {
-	bufferSize    int
+	bufferLimit   int
+	lossless      bool
 	flushInterval time.Duration
 	processName   string
 	processSort   int
@@ -47,27 +48,39 @@ func buildOptions(opts []Option) (options, error) {
 
 func defaultOptions() options {
 	return options{
-		bufferSize:    DefaultBufferSize,
+		bufferLimit:   DefaultBufferLimit,
 		flushInterval: DefaultFlushInterval,
 		processName:   filepath.Base(os.Args[0]),
 		stopTimeout:   DefaultStopTimeout,
 	}
 }
 
-// WithBufferSize sets how many events each P's ring holds (rounded up to a
-// power of two, at least 64). Memory is bounded by GOMAXPROCS rings of this
-// size, 248 bytes an event. When a ring is full, new events on that P are
-// dropped and counted in Stats and in the trace rather than blocking.
-func WithBufferSize(events int) Option {
+// WithBufferLimit sets the most memory, in bytes, that events waiting to
+// be encoded take, DefaultBufferLimit unless set. The buffers grow in 64
+// KiB chunks as a burst needs them and give the memory back after it; each
+// P that records holds one chunk, whatever the limit. When they are full,
+// recording waits for the flusher and the sink to make room (see
+// WithLossless for when it drops instead).
+func WithBufferLimit(bytes int) Option {
 	return func(o *options) error {
-		if events <= 0 || events > 1<<24 {
-			return fmt.Errorf("tracer: buffer size %d out of range [1, %d]", events, 1<<24)
+		if bytes < chunkBytes || bytes > 1<<40 {
+			return fmt.Errorf("tracer: buffer limit %d out of range [%d, %d]", bytes, chunkBytes, 1<<40)
 		}
-		size := 64
-		for size < events {
-			size <<= 1
-		}
-		o.bufferSize = size
+		o.bufferLimit = bytes
+		return nil
+	}
+}
+
+// WithLossless makes recording wait for the sink however long it stalls,
+// so that no event is ever dropped. Without it, recording also waits when
+// the buffers are full, but only for a sink that makes progress: once a
+// write has been under way for half a second, events that find the buffers full are
+// dropped and counted instead, so that a hung disk or a pipe nobody reads
+// does not hang the program. With it, such a sink hangs every goroutine
+// that records, until Close (which stays bounded by WithStopTimeout).
+func WithLossless() Option {
+	return func(o *options) error {
+		o.lossless = true
 		return nil
 	}
 }

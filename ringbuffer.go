@@ -1,6 +1,7 @@
 package tracer
 
 import (
+	"sync"
 	"sync/atomic"
 	_ "unsafe" // for go:linkname
 
@@ -8,7 +9,7 @@ import (
 )
 
 // Pinning the goroutine to its P makes the running goroutine the only writer
-// of that P's ring for the few nanoseconds of a write: the scheduler cannot
+// of that P's buffer for the few nanoseconds of a write: the scheduler cannot
 // preempt a pinned goroutine, so no other goroutine runs on that P until it
 // unpins. The runtime keeps these two symbols reachable for sync.Pool-style
 // users and promises not to change their signatures.
@@ -19,205 +20,303 @@ func procPin() int
 //go:linkname procUnpin runtime.procUnpin
 func procUnpin()
 
-// kind is the Trace Event Format phase a record becomes.
-type kind uint8
-
-const (
-	kindSpan         kind = iota + 1 // start of a span: becomes X, or B if it stays open
-	kindBegin                        // start of a span written as B at once
-	kindEnd                          // end of the span whose token is in id
-	kindInstant                      // i, scope in record.flags
-	kindCounter                      // C, one series per arg
-	kindThreadName                   // M thread_name
-	kindThreadSort                   // M thread_sort_index, value in id
-	kindAsyncBegin                   // b, async id in id
-	kindAsyncInstant                 // n
-	kindAsyncEnd                     // e
-	kindFlowStart                    // s, flow id in id
-	kindFlowStep                     // t
-	kindFlowEnd                      // f, bound to the enclosing slice
-	kindArgs                         // continuation: more args of the record before it
-)
-
-// inlineArgs is how many args a record holds itself. Events with more args
-// use continuation records in the following slots, up to maxArgs in all.
-const (
-	inlineArgs = 4
-	maxArgs    = 32
-)
-
-// A record is one event as the recording goroutine left it: fixed size, no
-// interface or pointer besides the strings, so writing it costs a handful of
-// stores and the flusher encodes it without reflection.
-type record struct {
-	at    int64  // clock reading when written: the event time; each ring is sorted by it
-	gid   uint64 // goroutine id: the event's track
-	id    uint64 // kind-specific number (sort index, async or flow id)
-	name  string
-	kind  kind
-	flags uint8  // instant scope
-	nargs uint8  // args of the whole event, inline and in continuations
-	cat   uint16 // category id, 0 for none
-	scope uint16 // async/flow scope id, 0 for none
-	args  [inlineArgs]Arg
-}
-
-// catScope is the category and scope of an event, as registry ids.
-type catScope struct{ cat, scope uint16 }
-
-// from returns cs with the category and scope that args set, if any.
-func (cs catScope) from(args []Arg) catScope {
-	for i := range args {
-		switch args[i].kind {
-		case argCategory:
-			cs.cat = uint16(args[i].num)
-		case argScope:
-			cs.scope = uint16(args[i].num)
-		}
-	}
-	return cs
-}
-
-// slotsFor returns how many ring slots an event with n args occupies.
-func slotsFor(n int) uint64 {
-	if n <= inlineArgs {
-		return 1
-	}
-	return uint64(n+inlineArgs-1) / inlineArgs
-}
-
-// A ring is a single-producer, single-consumer queue of records belonging to
-// one P. The producer is whichever goroutine is pinned to that P; the
-// consumer is the flusher.
+// Buffers.
 //
-// Memory ordering: the producer fills slots [head, head+n) and then stores
-// head+n with storeRelease; the consumer loads head atomically before it
-// reads any slot below it. That store/load pair on head is the
-// release/acquire edge that makes the slot contents visible to the flusher.
-// head is a plain uint64 rather than an atomic type because storeRelease
-// needs its address. In the other direction the consumer
-// stores tail only after it has encoded the slots below it, and the producer
-// loads tail before reusing them, so a slot is never overwritten while it is
-// read. Successive producers on one P see each other's head: they run on
-// the same thread, or the P passed between threads through the runtime's
-// locked instructions; under the race detector storeRelease is an atomic
-// store, which is also what tells it about the hand-off. The flusher reads
-// a slot only between tail and the head it loaded, and keeps no pointer
-// into the ring once it stores tail: what it needs later (open span
-// starts, records split by the ring's end) it copies.
-type ring struct {
-	head uint64 // next slot to write; written by the producer only
-	_    [56]byte
-	tail uatomic.Uint64 // next slot to read; written by the consumer only
-	_    [56]byte       // keep head and tail on separate cache lines
+// Each P records into a lane: a list of fixed-size chunks that the P fills
+// one after the other, and the flusher reads and hands back, the way the
+// runtime's execution tracer and the Perfetto SDK buffer their events. A
+// P that fills its chunk takes a fresh one from the tracer's pool, so a
+// burst grows the buffers, up to the pool's limit (WithBufferLimit), and
+// the pool gives memory back once the burst is over. Memory is bounded by
+// the limit, whatever the number of goroutines.
+//
+// Memory ordering: the producer fills slots [head, head+n) of its chunk
+// and then stores head+n with storeRelease; the consumer loads head
+// atomically before it reads any slot below it. That store/load pair is
+// the release/acquire edge that makes the slot contents visible to the
+// flusher. head is a plain uint64 rather than an atomic type because
+// storeRelease needs its address. A full chunk is sealed by storing the
+// next chunk in its next field (an atomic store, after every head store
+// to it); the consumer, having seen next, loads head once more and gets
+// the chunk's final length. Successive producers on one P see each other's
+// head: they run on the same thread, or the P passed between threads
+// through the runtime's locked instructions; under the race detector
+// storeRelease is an atomic store, which is also what tells it about the
+// hand-off. The consumer gives a chunk back to the pool only once it has
+// read past its end and keeps no pointer into it: what it needs later
+// (open span starts) it copies.
 
-	dropped uatomic.Uint64 // events refused because the ring was full
-	mask    uint64
-	buf     []record
+// chunkSlots is the number of slots in a chunk: 64 KiB, 1024 bare spans.
+const (
+	chunkSlots = 2048
+	chunkBytes = chunkSlots * 32
+)
 
-	// ends[i] is the function Span returns for a span whose start record
-	// sits in slot i. It is made once, with the ring, so handing it out
-	// allocates nothing, and it tells the flusher which start it ends: the
-	// record of an end carries the token of slot i in record.id.
+// A chunk is a run of slots filled by one P.
+type chunk struct {
+	head  uint64 // next slot to write; written by the producer only
+	_     [56]byte
+	next  atomic.Pointer[chunk] // the chunk that follows, once this one is sealed
+	slots [chunkSlots]slot
+}
+
+// full is the chunk of a lane that has none yet: it has no room, so the
+// first event on a new lane takes the refill path.
+var full = &chunk{head: chunkSlots}
+
+// tokenSlots is how many span tokens each lane has. A token is reused after
+// that many spans started on the lane; the flusher also matches the
+// goroutine, so only a goroutine with that many spans started and not ended
+// on one P could have two spans with one token, and even then an end pairs
+// with the innermost of them.
+const tokenSlots = 4096
+
+// A lane is one P's chain of chunks.
+type lane struct {
+	// Producer side: touched only by a goroutine pinned to the lane's P.
+	cur    *chunk // the chunk being filled
+	starts uint64 // spans started on this lane: numbers their tokens
+	_      [48]byte
+
+	// Consumer side: touched only by the flusher, under flushMu.
+	read *chunk // the oldest chunk not read to its end, nil before the first
+	pos  uint64 // next slot to read in read
+	seen uint64 // span starts the flusher has taken from this lane
+
+	first atomic.Pointer[chunk] // the lane's first chunk, for read to start on
+	id    uint64
+
+	// ends[i] is the function Span returns for a span whose token is i. It
+	// is made once, with the lane, so handing it out allocates nothing,
+	// and it tells the flusher which start it ends: the end's head slot
+	// carries the token.
 	ends   []func()
 	tokens []spanToken
 }
 
-// A spanToken names the slot that holds a span's start record.
+// A spanToken names a span start: its lane and its number there.
 type spanToken struct {
 	t  *Tracer
-	id uint64 // ring index << 32 | slot index
+	id uint64 // lane id << 32 | start number % tokenSlots
 }
 
-// end records the end of the span that started in the token's slot.
+// end records the end of the span the token names.
 func (s *spanToken) end() { s.t.record(kindEnd, 0, catScope{}, "", s.id, nil) }
 
-func newRing(t *Tracer, p, size int) *ring {
-	r := &ring{
-		mask:   uint64(size - 1),
-		buf:    make([]record, size),
-		ends:   make([]func(), size),
-		tokens: make([]spanToken, size),
+func newLane(t *Tracer, p int) *lane {
+	l := &lane{
+		cur:    full,
+		id:     uint64(p),
+		ends:   make([]func(), tokenSlots),
+		tokens: make([]spanToken, tokenSlots),
 	}
-	for i := range r.tokens {
-		r.tokens[i] = spanToken{t: t, id: uint64(p)<<32 | uint64(i)}
-		r.ends[i] = r.tokens[i].end
+	for i := range l.tokens {
+		l.tokens[i] = spanToken{t: t, id: uint64(p)<<32 | uint64(i)}
+		l.ends[i] = l.tokens[i].end
 	}
-	return r
+	return l
 }
 
-// len returns how many records wait to be flushed.
-func (r *ring) len() uint64 { return r.loadHead() - r.tail.Load() }
+// token returns the token of the next span start the flusher takes from l.
+func (l *lane) nextToken() uint64 {
+	tok := l.id<<32 | l.seen%tokenSlots
+	l.seen++
+	return tok
+}
 
-// loadHead is the consumer's acquire load of head.
-func (r *ring) loadHead() uint64 { return atomic.LoadUint64(&r.head) }
+// lanes is the set of per-P lanes, indexed by P id. It is replaced, never
+// modified, when a P without a lane first records.
+type lanes []*lane
 
-// rings is the set of per-P rings, indexed by P id. It is replaced, never
-// modified, when a P without a ring first records.
-type rings []*ring
-
-// record appends one event to the calling P's ring, or counts it as dropped
-// when the ring is full. It returns the function that ends a span started
-// in the slot it used, or nil if it recorded nothing. cs holds the
-// category and scope ids of events whose handle carries them (async and
-// flow); Category and Scope args override them.
+// record appends one event to the calling P's lane. It returns the function
+// that ends a span it started, nop for other events it recorded, and nil
+// if it recorded nothing (a disabled category, a closed tracer, or a full
+// buffer on a stalled sink, which it counts). cs holds the category and
+// scope ids of events whose handle carries them (async and flow); Category
+// and Scope args override them.
 func (t *Tracer) record(k kind, flags uint8, cs catScope, name string, id uint64, args []Arg) func() {
 	if !t.recording.Load() {
 		t.lateDrops.Inc()
 		return nil
 	}
-	if len(args) > maxArgs {
-		args = args[:maxArgs]
+	n := uint64(1)
+	if len(args) > 0 {
+		if len(args) > maxArgs {
+			args = args[:maxArgs]
+		}
+		cs = cs.from(args)
+		n += argSlots(args)
 	}
-	cs = cs.from(args)
 	if f := t.categories.Load(); f != nil && cs.cat != 0 && !f.allows(cs.cat) {
 		return nil
 	}
-	n := slotsFor(len(args))
+	extra := cs != (catScope{}) || k.hasID()
+	if extra {
+		n++
+	}
 	gid := goroutineID()
 	for {
 		p := procPin()
-		rs := *t.rings.Load()
-		if p >= len(rs) || rs[p] == nil {
-			procUnpin()
-			t.addRing(p)
-			continue
+		if ls := *t.lanes.Load(); p < len(ls) && ls[p] != nil {
+			l := ls[p]
+			c := l.cur
+			if h := c.head; h+n <= chunkSlots {
+				head := &c.slots[h]
+				head.num = uint64(nanotime())
+				head.meta = headMeta(k, flags, n, extra, gid)
+				head.setStr(name)
+				if k == kindEnd {
+					head.n = id // the token
+				} else if n > 1 {
+					putEvent(c.slots[h:h+n], extra, cs, id, args)
+				}
+				storeRelease(&c.head, h+n)
+				end := nop
+				if k <= kindBegin {
+					end = l.ends[l.starts%tokenSlots]
+					l.starts++
+				}
+				procUnpin()
+				return end
+			}
 		}
-		r := rs[p]
-		h := r.loadHead()
-		if h+n-r.tail.Load() > uint64(len(r.buf)) {
-			r.dropped.Inc()
-			procUnpin()
+		procUnpin()
+		if !t.refill(p, n) {
 			return nil
 		}
-		at := nanotime()
-		rec := &r.buf[h&r.mask]
-		rec.at, rec.gid, rec.id = at, gid, id
-		rec.name, rec.kind, rec.flags, rec.nargs = name, k, flags, uint8(len(args))
-		rec.cat, rec.scope = cs.cat, cs.scope
-		i := copy(rec.args[:], args)
-		for s := uint64(1); s < n; s++ {
-			rec = &r.buf[(h+s)&r.mask]
-			rec.at, rec.kind = at, kindArgs
-			i += copy(rec.args[:], args[i:])
-		}
-		storeRelease(&r.head, h+n)
-		procUnpin()
-		return r.ends[h&r.mask]
 	}
 }
 
-// addRing gives P p a ring. It runs once per P for the tracer's life, so
+// refill gives the lane of P p, or of the P the goroutine runs on now, a
+// chunk with room for n slots. It runs once per chunk, not pinned, so it
+// may take locks, help the flusher and wait. It returns false, having
+// counted the drop, if the event cannot be recorded: the buffers are full
+// and the sink is stalled (default mode) or the tracer is closing.
+func (t *Tracer) refill(p int, n uint64) bool {
+	if ls := *t.lanes.Load(); p >= len(ls) || ls[p] == nil {
+		t.addLane(p)
+		return true
+	}
+	c := t.pool.get(t.laneCount())
+	if c == nil {
+		if c = t.waitForChunk(); c == nil {
+			t.dropped.Inc()
+			return false
+		}
+	}
+	for {
+		p := procPin()
+		ls := *t.lanes.Load()
+		if p >= len(ls) || ls[p] == nil {
+			procUnpin()
+			t.addLane(p)
+			continue
+		}
+		l := ls[p]
+		if l.cur.head+n <= chunkSlots {
+			// Another goroutine on this P refilled it meanwhile.
+			procUnpin()
+			t.pool.put(c)
+			return true
+		}
+		old := l.cur
+		l.cur = c
+		if old == full {
+			l.first.Store(c)
+		} else {
+			old.next.Store(c) // seals old: see the ordering note above
+		}
+		procUnpin()
+		if old != full {
+			t.sealed(old)
+		}
+		return true
+	}
+}
+
+// addLane gives P p a lane. It runs once per P for the tracer's life, so
 // a mutex is fine here; the record path never takes it.
-func (t *Tracer) addRing(p int) {
-	t.ringsMu.Lock()
-	defer t.ringsMu.Unlock()
-	old := *t.rings.Load()
+func (t *Tracer) addLane(p int) {
+	t.lanesMu.Lock()
+	defer t.lanesMu.Unlock()
+	old := *t.lanes.Load()
 	if p < len(old) && old[p] != nil {
 		return
 	}
-	grown := make(rings, max(len(old), p+1))
+	grown := make(lanes, max(len(old), p+1))
 	copy(grown, old)
-	grown[p] = newRing(t, p, t.opts.bufferSize)
-	t.rings.Store(&grown)
+	grown[p] = newLane(t, p)
+	t.lanes.Store(&grown)
+}
+
+// laneCount returns how many lanes there are.
+func (t *Tracer) laneCount() int { return len(*t.lanes.Load()) }
+
+// A chunkPool hands chunks to the lanes and takes them back from the
+// flusher. It allocates chunks as they are needed, up to its limit, and
+// frees those that a burst left unused.
+type chunkPool struct {
+	mu     sync.Mutex
+	free   []*chunk
+	count  int // chunks allocated and not freed
+	limit  int // most chunks, however many lanes; see get
+	unused int // fewest free chunks since the last trim
+	inUse  uatomic.Int64
+}
+
+// get returns a chunk with nothing in it, or nil if the pool is at its
+// limit. The limit is raised to two chunks more than there are lanes, so
+// that every P can hold a chunk while the flusher reads a full one.
+func (cp *chunkPool) get(lanes int) *chunk {
+	cp.mu.Lock()
+	if n := len(cp.free); n > 0 {
+		c := cp.free[n-1]
+		cp.free[n-1] = nil
+		cp.free = cp.free[:n-1]
+		cp.unused = min(cp.unused, len(cp.free))
+		cp.mu.Unlock()
+		cp.inUse.Inc()
+		c.head = 0
+		c.next.Store(nil)
+		return c
+	}
+	if cp.count >= max(cp.limit, lanes+2) {
+		cp.mu.Unlock()
+		return nil
+	}
+	cp.count++
+	cp.unused = 0
+	cp.mu.Unlock()
+	cp.inUse.Inc()
+	return new(chunk)
+}
+
+// put takes back a chunk the flusher read to its end.
+func (cp *chunkPool) put(c *chunk) {
+	cp.inUse.Dec()
+	cp.mu.Lock()
+	cp.free = append(cp.free, c)
+	cp.mu.Unlock()
+}
+
+// trim frees the chunks that stayed unused since the last trim, keeping
+// keep of them for the next burst.
+func (cp *chunkPool) trim(keep int) {
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	drop := min(cp.unused, len(cp.free)-keep)
+	if drop > 0 {
+		n := len(cp.free) - drop
+		clear(cp.free[n:])
+		cp.free = cp.free[:n]
+		cp.count -= drop
+	}
+	cp.unused = len(cp.free)
+}
+
+// bytes returns the memory the pool's chunks take.
+func (cp *chunkPool) bytes() int {
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	return cp.count * chunkBytes
 }

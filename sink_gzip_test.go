@@ -177,7 +177,7 @@ func TestGzipCrashChild(t *testing.T) {
 	if path == "" {
 		t.Skip("helper process for TestGzipCrashSIGKILL")
 	}
-	tr, err := New(path, WithFlushInterval(20*time.Millisecond), WithBufferSize(1<<15))
+	tr, err := New(path, WithFlushInterval(20*time.Millisecond))
 	require.NoError(t, err)
 	const workers = 4
 	var ended [workers]atomic.Int64

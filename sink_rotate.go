@@ -3,12 +3,15 @@ package tracer
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+
+	"go.uber.org/atomic"
 )
 
 // Rotation. With WithMaxFileSize, the trace at path is cut into files of
@@ -209,21 +212,14 @@ func (r *rotator) Close() error {
 	return errors.Join(append(r.takeErrors(), err)...)
 }
 
-// due reports whether the current file is full.
-func (r *rotator) due() bool { return r.file.size >= r.limit }
-
-// empty reports whether the current file holds nothing yet, not even its
-// head.
-func (r *rotator) empty() bool { return r.file.size == 0 }
-
-// batchLimit returns how many uncompressed bytes to encode before the next
-// write, so that a file passes its limit by little.
-func (r *rotator) batchLimit() int {
-	room := r.limit - r.file.size
-	if g, ok := r.out.(*gzipSink); ok && r.file.size > 0 {
-		room = room * g.raw / r.file.size
+// measure stores in ratio the bytes the current file holds per byte
+// encoded: 1 for plain JSON, the compression ratio for gzip. The encoder
+// uses it to rotate the file near its limit. It runs on the writer
+// goroutine, after a write.
+func (r *rotator) measure(ratio *atomic.Uint64) {
+	if g, ok := r.out.(*gzipSink); ok && g.raw > 0 {
+		ratio.Store(math.Float64bits(float64(r.file.size) / float64(g.raw)))
 	}
-	return int(min(max(room, 16<<10), batchBytes))
 }
 
 // swap renames the current file to its rotated name and opens a new one at
@@ -297,43 +293,52 @@ func (r *rotator) takeErrors() []error {
 	return errs
 }
 
-// rotate is called by the flusher after every write, with nothing encoded
-// and not written: it starts a new file when the current one is full, and
-// writes the head of the current file if it has none yet (a new file, or
-// one whose first write failed).
-func (f *flusher) rotate() {
+// maybeRotate is called by the encoder as it starts batch b. When the
+// current file is full, counting what is queued for it, b becomes an
+// opRotate batch: its end holds the end of the current file, and its
+// buffer starts with the head of the new one. The encoder decides, rather
+// than the writer, because the head holds what only the encoder knows:
+// the goroutine names and the spans still open. Close never rotates, so
+// its last events never go to a new file of their own.
+func (f *flusher) maybeRotate(b *batch) {
+	limit := float64(f.t.opts.sink.maxSize)
+	ratio := math.Float64frombits(f.out.ratio.Load())
+	size := float64(f.fileRaw) * ratio
+	if !f.closing && size >= limit {
+		f.enc.buf = b.end[:0]
+		f.appendEnd()
+		b.end = f.enc.buf
+		f.names.newFile()
+		f.enc.buf = b.buf[:0]
+		f.appendHeader()
+		f.appendDropCounter(nanotime())
+		f.reopenSpans()
+		b.op, b.headLen = opRotate, len(f.enc.buf)
+		f.fileRaw, size = 0, 0
+	}
+	f.batchLimit = int(min(max((limit-size)/ratio, 16<<10), batchBytes))
+}
+
+// rotateFile carries out an opRotate batch on the writer goroutine:
+// renames the current file, ends it, and writes the batch to the new one.
+// If the rename fails, the current file goes on, and the batch's events
+// are written to it without the new file's head.
+func (f *flusher) rotateFile(b *batch) {
 	r := f.rot
 	for _, err := range r.takeErrors() {
 		f.fail(err)
 	}
-	if r.due() {
-		if old, seq, err := r.swap(); err != nil {
-			f.fail(err)
-		} else {
-			f.appendEnd()
-			if _, err := old.Write(f.enc.buf); err != nil {
-				f.fail(err)
-			}
-			f.enc.buf = f.enc.buf[:0]
-			r.retire(old, seq)
-			f.names.newFile()
-		}
+	old, seq, err := r.swap()
+	if err != nil {
+		f.fail(err)
+		f.writeBatch(b, b.buf[b.headLen:])
+		return
 	}
-	if r.empty() && len(f.enc.buf) == 0 {
-		f.appendHeader()
-		f.appendDropCounter(nanotime())
-		f.reopenSpans()
-		f.names.appendPending(&f.enc)
-		// If this write fails, the head stays in the buffer and goes out
-		// with the next batch, which it must precede.
-		if n, err := r.Write(f.enc.buf); err != nil {
-			f.fail(err)
-		} else {
-			f.bytes.Add(uint64(n))
-			f.enc.buf = f.enc.buf[:0]
-		}
+	if _, err := old.Write(b.end); err != nil {
+		f.fail(err)
 	}
-	f.batchLimit = r.batchLimit()
+	r.retire(old, seq)
+	f.writeBatch(b, b.buf)
 }
 
 // reopenSpans writes again the B events of the spans whose B event is in
@@ -342,7 +347,7 @@ func (f *flusher) reopenSpans() {
 	for _, s := range f.open.stacks {
 		for i := range *s {
 			if o := &(*s)[i]; o.written {
-				f.enc.begin(&o.start, o.cont)
+				f.enc.begin(&o.start, o.rest)
 			}
 		}
 	}

@@ -31,7 +31,7 @@ func TestStopOnStalledFileIsBounded(t *testing.T) {
 	defer r.Close()
 
 	const timeout = 200 * time.Millisecond
-	require.NoError(t, Start(fifo, WithStopTimeout(timeout), WithBufferSize(1<<14)))
+	require.NoError(t, Start(fifo, WithStopTimeout(timeout)))
 	tr := Default()
 	for i := range 5000 { // far more than a pipe holds
 		Span("work", Int("id", i), String("pad", "a hundred bytes of padding, more or less, so the pipe fills up quickly......"))()
@@ -74,7 +74,7 @@ func TestFullDiskChild(t *testing.T) {
 	require.NoError(t, syscall.Getrlimit(syscall.RLIMIT_FSIZE, &lim))
 	require.NoError(t, syscall.Setrlimit(syscall.RLIMIT_FSIZE, &syscall.Rlimit{Cur: fullDiskLimit, Max: lim.Max}))
 
-	tr, err := New(path, WithFlushInterval(10*time.Second), WithBufferSize(1<<14))
+	tr, err := New(path, WithFlushInterval(10*time.Second))
 	require.NoError(t, err)
 	id := 0
 	record := func() {

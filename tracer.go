@@ -20,13 +20,16 @@
 //
 // # Cost
 //
-// Recording is lock-free and allocation-free: an event is a fixed-size
-// record written into a ring buffer owned by the current P (the runtime's
-// processor), and a background goroutine, the flusher, encodes the rings as
-// JSON and writes them. `defer tracer.Span("x")()` costs little more than
-// the two clock reads it needs, and about one atomic load when tracing is
-// off. When a ring is full the event is dropped and counted, never blocking
-// the application; Stats reports the count and the trace shows it as the
+// Recording is lock-free and allocation-free: an event is a few 32-byte
+// slots written into a buffer owned by the current P (the runtime's
+// processor), and a background goroutine, the flusher, encodes the buffers
+// as JSON for a writer goroutine. `defer tracer.Span("x")()` costs little
+// more than the two clock reads it needs, and about one atomic load when
+// tracing is off. A program that records faster than the flusher keeps up
+// with helps it: the recording goroutine encodes, and waits for the disk
+// when the buffers are full, so no event is lost while the disk keeps up.
+// Only when the sink stalls are events dropped and counted (never, with
+// WithLossless); Stats reports the count and the trace shows it as the
 // "tracer.dropped" counter.
 //
 // # The file survives a crash
@@ -67,11 +70,16 @@ type Tracer struct {
 	recording  atomic.Bool                    // false once Close began: events are refused
 	categories atomic.Pointer[categoryFilter] // nil: every category is recorded
 	lateDrops  atomic.Uint64                  // events refused because the tracer was closed
-	rings      atomic.Pointer[rings]
-	ringsMu    sync.Mutex // serialises addRing only
+	dropped    atomic.Uint64                  // events dropped: full buffers on a stalled sink
+	lanes      atomic.Pointer[lanes]
+	lanesMu    sync.Mutex // serialises addLane only
+	pool       chunkPool
+	waiting    atomic.Int64   // sealed chunks the flusher has not read yet
+	wake       chan struct{}  // wakes the flusher when a chunk is sealed
+	progress   progressSignal // wakes recording goroutines waiting for room
 
-	flushMu sync.Mutex // serialises flushes: flusher, Flush and Close
-	flusher flusher    // guarded by flushMu
+	flushMu sync.Mutex // serialises encoding: flusher, assists, Flush and Close
+	flusher flusher    // guarded by flushMu, but for its writer
 
 	stop      chan struct{}
 	done      chan struct{}
@@ -84,7 +92,7 @@ type Stats struct {
 	Events     uint64 // events written to the sink
 	Bytes      uint64 // bytes written to the sink, before compression
 	Flushes    uint64 // batches written
-	Dropped    uint64 // events dropped because a ring buffer was full
+	Dropped    uint64 // events dropped: the buffers were full and the sink stalled
 	Late       uint64 // events recorded after Close began, never written
 	SinkErrors uint64 // failed writes; their events are in Lost
 	Lost       uint64 // events encoded but lost because the sink failed
@@ -130,11 +138,13 @@ func newTracer(s sink, o options) (*Tracer, error) {
 	}
 	t := &Tracer{
 		opts: o,
+		wake: make(chan struct{}, 1),
 		stop: make(chan struct{}),
 		done: make(chan struct{}),
 	}
-	empty := rings{}
-	t.rings.Store(&empty)
+	t.pool.limit = o.bufferLimit / chunkBytes
+	empty := lanes{}
+	t.lanes.Store(&empty)
 	t.categories.Store(o.categories)
 	wall := time.Now()
 	t.base = nanotime()
@@ -143,15 +153,17 @@ func newTracer(s sink, o options) (*Tracer, error) {
 		return nil, fmt.Errorf("tracer: writing trace header: %w", err)
 	}
 	t.recording.Store(true)
+	go t.flusher.writeLoop()
 	go t.run()
 	return t, nil
 }
 
-// Flush writes every event recorded before the call. The flusher does this
-// on its own every flush interval; call Flush before a point where the
-// trace must be complete, for example before handing the file to someone.
-// If another flush is under way and the sink is stalled, Flush gives up
-// after the stop timeout (WithStopTimeout) with ErrTimeout.
+// Flush writes every event recorded before the call and returns once the
+// sink has taken them, with the write errors since the last Flush. The
+// tracer does this on its own every flush interval; call Flush before a
+// point where the file must be complete, for example before handing it to
+// someone. If the sink is stalled, Flush gives up after the stop timeout
+// (WithStopTimeout) with ErrTimeout.
 func (t *Tracer) Flush() error {
 	if t == nil {
 		return nil
@@ -161,13 +173,13 @@ func (t *Tracer) Flush() error {
 		if t.flusher.isClosed() {
 			return ErrClosed
 		}
-		return t.flusher.flush()
+		t.flusher.pass(true)
+		return t.flusher.sync()
 	}
 	if t.flushMu.TryLock() {
-		// Nothing is being written: flush on this goroutine, whose cache
-		// holds the records it just wrote. (On another goroutine, which
-		// the runtime tends to run on the other core, it took 40% longer.)
-		return flush()
+		// Nothing is being encoded: encode on this goroutine, whose cache
+		// holds the records it just wrote.
+		return t.wait(flush)
 	}
 	return t.wait(func() error {
 		t.flushMu.Lock()
@@ -180,7 +192,8 @@ func (t *Tracer) Flush() error {
 // and counted in Stats.Late. Close may be called while other goroutines are
 // still recording, and more than once; later calls return the first call's
 // error. If the sink stalls, Close returns ErrTimeout after the stop
-// timeout (WithStopTimeout) and finishes in the background.
+// timeout (WithStopTimeout) and finishes in the background. If the tracer
+// dropped events, Close tells the error handler once, with what to change.
 func (t *Tracer) Close() error {
 	if t == nil {
 		return nil
@@ -194,8 +207,19 @@ func (t *Tracer) Close() error {
 			defer t.flushMu.Unlock()
 			return t.flusher.close()
 		})
+		if st := t.Stats(); st.Dropped > 0 {
+			t.opts.onError(dropReport(st))
+		}
 	})
 	return t.closeErr
+}
+
+// dropReport is the error Close reports when events were dropped.
+func dropReport(st Stats) error {
+	share := float64(st.Dropped) / float64(st.Dropped+st.Events) * 100
+	return fmt.Errorf("%d of %d events (%.2g%%) were dropped because the sink stalled while the buffers were full; "+
+		"WithLossless makes recording wait for the sink instead, and WithBufferLimit gives the buffers more room",
+		st.Dropped, st.Dropped+st.Events, share)
 }
 
 // Stats returns the tracer's counters so far.
@@ -205,17 +229,7 @@ func (t *Tracer) Stats() Stats {
 	}
 	s := t.flusher.stats()
 	s.Late = t.lateDrops.Load()
-	rs := *t.rings.Load()
-	for _, r := range rs {
-		if r != nil {
-			s.Dropped += r.dropped.Load()
-			if !t.recording.Load() && t.flusher.isClosed() {
-				// Whatever a racing writer published after the last drain
-				// of Close will never be written.
-				s.Late += r.len()
-			}
-		}
-	}
+	s.Dropped = t.dropped.Load()
 	return s
 }
 

@@ -130,7 +130,7 @@ func TestLongSpanIsWrittenBeforeItEnds(t *testing.T) {
 }
 
 func TestNestingAcrossManyGoroutines(t *testing.T) {
-	tr, path := newTestTracer(t, WithBufferSize(1<<16))
+	tr, path := newTestTracer(t)
 	const goroutines, depth, reps = 16, 6, 50
 	var wg sync.WaitGroup
 	for g := 0; g < goroutines; g++ {
@@ -181,7 +181,7 @@ func TestNestingAcrossManyGoroutines(t *testing.T) {
 // still reach the file in order.
 func TestBeginEndOrderWhileMigrating(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
-	tr, path := newTestTracer(t, WithFlushInterval(time.Millisecond), WithBufferSize(1<<14))
+	tr, path := newTestTracer(t, WithFlushInterval(time.Millisecond))
 	var wg sync.WaitGroup
 	for g := 0; g < 8; g++ {
 		wg.Add(1)
@@ -243,30 +243,36 @@ func TestCloseWhileRecording(t *testing.T) {
 	assert.EqualValues(t, len(evs), int(st.Events)+internal, "every event written is counted")
 }
 
-func TestFullBufferDropsAndCounts(t *testing.T) {
-	tr, path := newTestTracer(t, WithBufferSize(64), WithFlushInterval(10*time.Second))
-	for i := 0; i < 1000; i++ {
+// TestFullBuffersWaitNotDrop floods a tracer whose buffers hold a few
+// chunks, with the flusher's interval out of the way: recording must wait
+// for the encoder and the disk, and every event reach the file.
+func TestFullBuffersWaitNotDrop(t *testing.T) {
+	tr, path := newTestTracer(t, WithBufferLimit(chunkBytes), WithFlushInterval(10*time.Second))
+	const n = 200_000
+	for i := 0; i < n; i++ {
 		tr.Instant("flood")
 	}
-	st := tr.Stats()
-	require.Greater(t, st.Dropped, uint64(0))
 	require.NoError(t, tr.Close())
+	st := tr.Stats()
+	require.Zero(t, st.Dropped)
 	evs := readClosed(t, path)
-	assert.EqualValues(t, 1000-st.Dropped, len(byPhase(evs, "i")))
+	assert.EqualValues(t, n, len(byPhase(evs, "i")))
 	counters := byPhase(evs, "C")
 	last := counters[len(counters)-1]
 	assert.Equal(t, "tracer.dropped", last.Name)
-	assert.EqualValues(t, st.Dropped, last.Args["events"])
+	assert.EqualValues(t, 0, last.Args["events"])
 }
 
 func TestSpansWithManyArgs(t *testing.T) {
-	tr, path := newTestTracer(t, WithBufferSize(64))
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1)) // one P, one lane
+	tr, path := newTestTracer(t)
 	var args []Arg
 	for i := 0; i < maxArgs+5; i++ {
 		args = append(args, Int(strings.Repeat("k", i+1), i))
 	}
-	// Fill most of the ring so that the multi-slot events wrap around.
-	for i := 0; i < 60; i++ {
+	// Fill most of the chunk so that the events with many args do not
+	// fit in what is left of it.
+	for i := 0; i < chunkSlots-20; i++ {
 		tr.Instant("pad")
 	}
 	require.NoError(t, tr.Flush())
@@ -356,7 +362,7 @@ func TestZeroAllocs(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector allocates")
 	}
-	tr, _ := newTestTracer(t, WithBufferSize(1<<16))
+	tr, _ := newTestTracer(t)
 	on := map[string]func(){
 		"Span":        func() { tr.Span("x")() },
 		"SpanTwoArgs": func() { tr.Span("x", String("k", "v"), Int("n", 1))() },
@@ -410,7 +416,7 @@ func TestNewErrors(t *testing.T) {
 	_, err := New(filepath.Join(t.TempDir(), "no", "such", "dir", "t.json"))
 	assert.ErrorIs(t, err, os.ErrNotExist)
 	dir := t.TempDir()
-	for _, opt := range []Option{WithBufferSize(0), WithBufferSize(1 << 30), WithFlushInterval(0), WithErrorHandler(nil)} {
+	for _, opt := range []Option{WithBufferLimit(0), WithBufferLimit(1 << 41), WithFlushInterval(0), WithErrorHandler(nil)} {
 		_, err := New(filepath.Join(dir, "t.json"), opt)
 		assert.Error(t, err)
 	}
@@ -430,20 +436,21 @@ func TestGoroutineIDMatchesRuntime(t *testing.T) {
 	wg.Wait()
 }
 
-// TestReusedSlotEndsTheRightSpan: span end functions belong to ring slots,
-// so after the ring wraps, a new span can start in the slot of one that is
-// still open. The end of the old span, recorded right after the start of
-// the new one by another goroutine, must not be taken for the new span's.
-func TestReusedSlotEndsTheRightSpan(t *testing.T) {
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1)) // one P, one ring
-	tr, path := newTestTracer(t, WithBufferSize(64), WithFlushInterval(10*time.Second))
-	endA := tr.Span("A") // slot 0
-	for i := 0; i < 63; i++ {
-		tr.Instant("fill")
+// TestReusedTokenEndsTheRightSpan: span end functions are tokens of their
+// lane, reused after tokenSlots spans, so a new span can get the token of
+// one that is still open. The end of the old span, recorded right after
+// the start of the new one by another goroutine, must not be taken for the
+// new span's.
+func TestReusedTokenEndsTheRightSpan(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1)) // one P, one lane
+	tr, path := newTestTracer(t, WithFlushInterval(10*time.Second))
+	endA := tr.Span("A") // token 0
+	for i := 0; i < tokenSlots-1; i++ {
+		tr.Span("fill")()
 	}
-	require.NoError(t, tr.Flush()) // the ring is empty again; its next slot is 0
+	require.NoError(t, tr.Flush()) // the next span gets token 0 again
 	started, endB, ended := make(chan struct{}), make(chan struct{}), make(chan struct{})
-	go func() { // B starts in slot 0 again, on another goroutine
+	go func() { // B gets token 0, on another goroutine
 		end := tr.Span("B")
 		close(started)
 		<-endB
@@ -451,7 +458,7 @@ func TestReusedSlotEndsTheRightSpan(t *testing.T) {
 		close(ended)
 	}()
 	<-started
-	endA() // slot 1: the end of A, carrying slot 0's token
+	endA() // the end of A, carrying token 0
 	require.NoError(t, tr.Flush())
 	close(endB)
 	<-ended

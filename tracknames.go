@@ -50,27 +50,29 @@ func newTrackNames() *trackNames {
 	return &trackNames{m: map[uint64]*trackName{}}
 }
 
-// note remembers the name or sort index r sets; r is about to be written
-// to the current file.
-func (n *trackNames) note(r *record) {
-	if r.kind != kindThreadName && r.kind != kindThreadSort {
+// note remembers the name or sort index the event with head h sets; it is
+// about to be written to the current file.
+func (n *trackNames) note(h *slot, rest []slot) {
+	k := h.kind()
+	if k != kindThreadName && k != kindThreadSort {
 		return
 	}
-	tn := n.m[r.gid]
+	gid := h.gid()
+	tn := n.m[gid]
 	if tn == nil {
 		if len(n.m) >= maxTrackNames {
 			n.forget()
 		}
 		tn = &trackName{}
-		n.m[r.gid] = tn
+		n.m[gid] = tn
 	}
-	if r.kind == kindThreadName {
-		tn.name, tn.hasName = r.name, true
+	if k == kindThreadName {
+		tn.name, tn.hasName = h.str(), true
 	} else {
-		tn.sort, tn.hasSort = int64(r.id), true
+		tn.sort, tn.hasSort = int64(rest[0].num), true
 	}
 	tn.seen, tn.file = n.tick, n.file
-	n.lastGid, n.last = r.gid, tn
+	n.lastGid, n.last = gid, tn
 }
 
 // seen records that goroutine gid has an event in the batch being encoded.

@@ -1,0 +1,132 @@
+package tracer
+
+import (
+	"sync"
+	"time"
+
+	"go.uber.org/atomic"
+)
+
+// Keeping up.
+//
+// A CPU-bound program keeps the flusher goroutine waiting in a run queue
+// for a time slice of the scheduler (10ms, more with more runnable
+// goroutines), and a tight loop fills megabytes of buffer in that time. So
+// the goroutines that record help, the way allocating goroutines assist
+// the garbage collector:
+//
+//   - A P that seals a full chunk wakes the flusher, which encodes on an
+//     idle core if there is one.
+//   - When assistChunks sealed chunks wait and no flush is under way, the
+//     recording goroutine encodes them itself, on its own core, where the
+//     records are still in cache. It only encodes: the encoded batches go
+//     to the writer goroutine through a bounded queue (writer.go), so
+//     recording never makes a write(2) itself.
+//   - When the buffers are at their limit (WithBufferLimit), a recording
+//     goroutine encodes if it can and otherwise waits for the writer or
+//     the encoder to free a chunk. Waiting parks the goroutine, which gives
+//     its P to the writer or the flusher if they were starved of one.
+//
+// Events are dropped only when the buffers are full and the sink is
+// stalled: a write has not returned for stallAfter. In lossless mode
+// (WithLossless) they are never dropped: recording waits for the sink
+// however long it takes, until Close.
+
+// assistChunks is how many sealed chunks may wait for the flusher before a
+// recording goroutine encodes them itself: 512 KiB of records, about 8k
+// spans, still in the core's cache.
+const assistChunks = 8
+
+// stallAfter is how long one write may take before the sink counts as
+// stalled and, in default mode, events that find the buffers full are
+// dropped. A write is at most a few hundred KiB, which a healthy disk
+// takes in well under a millisecond; but the kernel makes a process that
+// writes faster than the disk wait in write(2) (dirty page throttling),
+// for up to a few hundred milliseconds on the machines we measured on,
+// and that is a disk keeping up slowly, not a stalled one.
+const stallAfter = 500 * time.Millisecond
+
+// sealed is called by the goroutine that sealed chunk c of a lane.
+func (t *Tracer) sealed(*chunk) {
+	n := t.waiting.Inc()
+	select {
+	case t.wake <- struct{}{}:
+	default:
+	}
+	if n >= assistChunks && t.flushMu.TryLock() {
+		t.flusher.pass(false)
+		t.flushMu.Unlock()
+	}
+}
+
+// waitForChunk returns a chunk once the buffers have room again, or nil
+// if the event must be dropped: the sink is stalled (not in lossless
+// mode), or the tracer is closing.
+func (t *Tracer) waitForChunk() *chunk {
+	for {
+		if t.flushMu.TryLock() {
+			t.flusher.pass(false)
+			t.flushMu.Unlock()
+		}
+		ch := t.progress.arm()
+		if c := t.pool.get(t.laneCount()); c != nil {
+			t.progress.disarm()
+			return c
+		}
+		if !t.recording.Load() || (!t.opts.lossless && t.flusher.out.stalled()) {
+			t.progress.disarm()
+			return nil
+		}
+		t.progress.wait(ch, t.stop, stallAfter/4)
+	}
+}
+
+// A progressSignal wakes the goroutines waiting for room in the buffers
+// when the writer or the flusher frees some.
+type progressSignal struct {
+	mu      sync.Mutex
+	ch      chan struct{}
+	waiters atomic.Int32
+}
+
+// arm registers a waiter and returns the channel that will be closed on
+// the next broadcast. The caller checks its condition after arm, so a
+// broadcast between the check and the wait is not missed, and then calls
+// wait or disarm.
+func (s *progressSignal) arm() chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ch == nil {
+		s.ch = make(chan struct{})
+	}
+	s.waiters.Inc()
+	return s.ch
+}
+
+func (s *progressSignal) disarm() { s.waiters.Dec() }
+
+// wait waits for a broadcast on ch, for stop to be closed, or for d.
+func (s *progressSignal) wait(ch, stop chan struct{}, d time.Duration) {
+	timer := time.NewTimer(d)
+	select {
+	case <-ch:
+	case <-stop:
+	case <-timer.C:
+	}
+	timer.Stop()
+	s.waiters.Dec()
+}
+
+// broadcast wakes every waiter. It costs one atomic load when nobody
+// waits.
+func (s *progressSignal) broadcast() {
+	if s.waiters.Load() == 0 {
+		return
+	}
+	s.mu.Lock()
+	if s.ch != nil {
+		close(s.ch)
+		s.ch = nil
+	}
+	s.mu.Unlock()
+}

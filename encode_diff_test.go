@@ -1,0 +1,178 @@
+package tracer
+
+import (
+	"math"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// diffEvent is one event as a recording call describes it.
+type diffEvent struct {
+	k     kind
+	flags uint8
+	name  string
+	id    uint64
+	cs    catScope
+	args  []Arg
+	gid   uint64
+	at    int64
+	dur   int64 // spans: written as X with this duration
+	endAt int64 // kindEnd: the E event's time, of the span that began as this
+}
+
+// slotsOf lays e out in slots the way Tracer.record does.
+func slotsOf(e diffEvent) []slot {
+	args := e.args
+	if len(args) > maxArgs {
+		args = args[:maxArgs]
+	}
+	cs := e.cs.from(args)
+	extra := cs != (catScope{}) || e.k.hasID()
+	n := 1 + argSlots(args)
+	if extra {
+		n++
+	}
+	s := make([]slot, n)
+	s[0] = slot{num: uint64(e.at), meta: headMeta(e.k, e.flags, n, extra, e.gid)}
+	s[0].setStr(e.name)
+	putEvent(s, extra, cs, e.id, args)
+	return s
+}
+
+// refRecordsOf lays e out in the records the reference encoder read: args
+// inline, then in continuation records, category and scope included.
+func refRecordsOf(e diffEvent) []refRecord {
+	args := e.args
+	if len(args) > maxArgs {
+		args = args[:maxArgs]
+	}
+	cs := e.cs.from(args)
+	r := refRecord{at: e.at, gid: e.gid, id: e.id, name: e.name, kind: e.k, flags: e.flags,
+		nargs: uint8(len(args)), cat: cs.cat, scope: cs.scope}
+	i := copy(r.args[:], args)
+	recs := []refRecord{r}
+	for i < len(args) {
+		var c refRecord
+		i += copy(c.args[:], args[i:])
+		recs = append(recs, c)
+	}
+	return recs
+}
+
+var diffStrings = []string{
+	"", "x", "decode", "a much longer span name that is still cached",
+	`quote " backslash \ slash /`, "ctrl \x00\x01\x1f\x7f\n\r\t", "bad utf8 \xff\xfe\xc3",
+	"emoji 🚀 and é", "\u2028\u2029", strings.Repeat("long", 40), strings.Repeat("é", MaxStringLen),
+}
+
+func randomString(rng *rand.Rand) string {
+	if rng.IntN(4) == 0 {
+		// A string made now, whose memory the garbage collector can reuse
+		// for another string of the same length once it is gone.
+		return "dyn" + strconv.Itoa(rng.IntN(50))
+	}
+	return diffStrings[rng.IntN(len(diffStrings))]
+}
+
+func randomArgs(rng *rand.Rand) []Arg {
+	n := rng.IntN(6)
+	if rng.IntN(10) == 0 {
+		n = rng.IntN(maxArgs + 8)
+	}
+	args := make([]Arg, n)
+	for i := range args {
+		key := randomString(rng)
+		switch rng.IntN(10) {
+		case 0:
+			args[i] = String(key, randomString(rng))
+		case 1:
+			args[i] = Int64(key, rng.Int64()-math.MaxInt64/2)
+		case 2:
+			args[i] = Uint64(key, rng.Uint64())
+		case 3:
+			args[i] = Float64(key, []float64{0, -1.5, math.NaN(), math.Inf(1), math.Inf(-1), 1e300, 5e-324}[rng.IntN(7)])
+		case 4:
+			args[i] = Bool(key, rng.IntN(2) == 0)
+		case 5:
+			args[i] = Category(randomString(rng)[:0] + "cat" + strconv.Itoa(rng.IntN(3)))
+		case 6:
+			args[i] = Scope("scope" + strconv.Itoa(rng.IntN(3)))
+		case 7:
+			args[i] = Arg{} // the zero Arg
+		case 8:
+			args[i] = String(key, "")
+		default:
+			args[i] = Int(key, rng.IntN(1000))
+		}
+	}
+	return args
+}
+
+func randomEvent(rng *rand.Rand) diffEvent {
+	kinds := []kind{kindSpan, kindBegin, kindEnd, kindInstant, kindCounter, kindThreadName, kindThreadSort,
+		kindAsyncBegin, kindAsyncInstant, kindAsyncEnd, kindFlowStart, kindFlowStep, kindFlowEnd}
+	e := diffEvent{
+		k:    kinds[rng.IntN(len(kinds))],
+		name: randomString(rng),
+		args: randomArgs(rng),
+		gid:  rng.Uint64N(1 << 40),
+		at:   rng.Int64N(1<<50) - 1000,
+		dur:  rng.Int64N(1 << 40),
+	}
+	if rng.IntN(3) == 0 {
+		e.cs = catScope{cat: categories.id("c" + strconv.Itoa(rng.IntN(3))), scope: scopes.id("s" + strconv.Itoa(rng.IntN(3)))}
+	}
+	if e.k.hasID() {
+		e.id = rng.Uint64()
+		if e.k == kindThreadSort {
+			e.id = uint64(rng.Int64N(2000) - 1000)
+		}
+	}
+	switch e.k {
+	case kindInstant:
+		e.flags = []uint8{scopeThread, scopeProcess, scopeGlobal}[rng.IntN(3)]
+	case kindEnd:
+		e.endAt = e.at + e.dur
+	}
+	return e
+}
+
+// TestEncoderMatchesReference encodes random events of every kind, with
+// hostile strings and every kind of arg, with today's encoder and with the
+// reference (the encoder before records became slots): the output must be
+// the same, byte for byte.
+func TestEncoderMatchesReference(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	const base = 12345
+	enc := newEncoder(processID, base) // one encoder throughout: its cache is under test too
+	ref := refEncoder{pid: processID, base: base}
+	runs := 200_000
+	if testing.Short() || raceEnabled {
+		runs = 20_000
+	}
+	for i := range runs {
+		e := randomEvent(rng)
+		s := slotsOf(e)
+		recs := refRecordsOf(e)
+		enc.buf, ref.buf = enc.buf[:0], ref.buf[:0]
+		switch e.k {
+		case kindSpan:
+			enc.complete(&s[0], s[1:], e.dur)
+			ref.complete(&recs[0], recs[1:], e.dur)
+		case kindBegin:
+			enc.begin(&s[0], s[1:])
+			ref.begin(&recs[0], recs[1:])
+		case kindEnd: // the E of a span that began as this event
+			enc.end(&s[0], s[1:], e.endAt)
+			ref.end(&recs[0], e.endAt)
+		default:
+			enc.event(&s[0], s[1:])
+			ref.event(&recs[0], recs[1:])
+		}
+		require.Equal(t, string(ref.buf), string(enc.buf), "event %d: %+v", i, e)
+	}
+}

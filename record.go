@@ -1,0 +1,151 @@
+package tracer
+
+import "unsafe"
+
+// kind is the Trace Event Format phase an event becomes.
+type kind uint8
+
+const (
+	kindSpan         kind = iota + 1 // start of a span: becomes X, or B if it stays open
+	kindBegin                        // start of a span written as B at once
+	kindEnd                          // end of the span whose token is in the head's n
+	kindInstant                      // i, scope in the head's flags
+	kindCounter                      // C, one series per arg
+	kindThreadName                   // M thread_name
+	kindThreadSort                   // M thread_sort_index, value in the extra slot
+	kindAsyncBegin                   // b, async id in the extra slot
+	kindAsyncInstant                 // n
+	kindAsyncEnd                     // e
+	kindFlowStart                    // s, flow id in the extra slot
+	kindFlowStep                     // t
+	kindFlowEnd                      // f, bound to the enclosing slice
+)
+
+// hasID reports whether events of kind k carry a number in an extra slot.
+func (k kind) hasID() bool { return k == kindThreadSort || k >= kindAsyncBegin }
+
+// maxArgs is the most args an event keeps; later ones are ignored.
+const maxArgs = 32
+
+// A slot is the 32-byte unit of the per-P buffers. An event is a run of
+// slots, written and published together:
+//
+//	head   num: clock reading; meta: gid, slot count, flags, kind;
+//	       n, p: the name (an end: n is its span's token)
+//	extra  only when the event has an id, a category or a scope:
+//	       num: the id; meta: category | scope<<16
+//	arg    one per arg: num: the value; meta: its argKind, and whether a
+//	       value slot follows; n, p: the key
+//	value  only after a non-empty string arg: n, p: the string
+//
+// So a bare span, a start and an end, takes 64 bytes, and args take room
+// only when present. Strings are kept as their data pointer and length: p
+// is a real pointer, so the garbage collector keeps the string alive while
+// the slot holds it, and the encoder can key its cache of escaped names
+// on it.
+type slot struct {
+	num  uint64
+	meta uint64
+	n    uint64
+	p    *byte
+}
+
+// Bits of a head slot's meta.
+const (
+	metaFlagsShift = 8
+	metaSlotsShift = 16
+	metaExtra      = 1 << 23
+	metaGidShift   = 24
+)
+
+// Bits of an arg slot's meta.
+const metaHasValue = 1 << 8
+
+func (s *slot) kind() kind       { return kind(s.meta) }
+func (s *slot) flags() uint8     { return uint8(s.meta >> metaFlagsShift) }
+func (s *slot) slots() uint64    { return s.meta >> metaSlotsShift & 0x7f }
+func (s *slot) hasExtra() bool   { return s.meta&metaExtra != 0 }
+func (s *slot) gid() uint64      { return s.meta >> metaGidShift }
+func (s *slot) at() int64        { return int64(s.num) }
+func (s *slot) str() string      { return unsafe.String(s.p, int(s.n)) }
+func (s *slot) setStr(v string)  { s.n, s.p = uint64(len(v)), unsafe.StringData(v) }
+func (s *slot) argKind() argKind { return argKind(s.meta) }
+
+// headMeta packs a head slot's meta. Goroutine ids take the top 40 bits:
+// a process would have to start a goroutine every microsecond for 12 days
+// to pass them, and the viewers keep only 32 bits of a tid anyway.
+func headMeta(k kind, flags uint8, slots uint64, extra bool, gid uint64) uint64 {
+	m := uint64(k) | uint64(flags)<<metaFlagsShift | slots<<metaSlotsShift | gid<<metaGidShift
+	if extra {
+		m |= metaExtra
+	}
+	return m
+}
+
+// catScope is the category and scope of an event, as registry ids.
+type catScope struct{ cat, scope uint16 }
+
+// from returns cs with the category and scope that args set, if any.
+func (cs catScope) from(args []Arg) catScope {
+	for i := range args {
+		switch args[i].kind {
+		case argCategory:
+			cs.cat = uint16(args[i].num)
+		case argScope:
+			cs.scope = uint16(args[i].num)
+		}
+	}
+	return cs
+}
+
+// argSlots returns the slots args take: one each, one more for a
+// non-empty string value, none for Category and Scope, which the extra
+// slot holds.
+func argSlots(args []Arg) uint64 {
+	n := uint64(0)
+	for i := range args {
+		switch args[i].kind {
+		case argCategory, argScope:
+		case argString:
+			n++
+			if args[i].str != "" {
+				n++
+			}
+		default:
+			n++
+		}
+	}
+	return n
+}
+
+// putArgs writes args into s, which argSlots(args) slots long.
+func putArgs(s []slot, args []Arg) {
+	i := 0
+	for j := range args {
+		a := &args[j]
+		if a.kind == argCategory || a.kind == argScope {
+			continue
+		}
+		d := &s[i]
+		d.num, d.meta = a.num, uint64(a.kind)
+		d.setStr(a.key)
+		i++
+		if a.kind == argString && a.str != "" {
+			d.meta |= metaHasValue
+			s[i].setStr(a.str)
+			i++
+		}
+	}
+}
+
+// putEvent writes a whole event into s, slotsFor long, with head already
+// holding its time: the extra slot and the args. It is the slow part of
+// record, for events that have more than a head.
+func putEvent(s []slot, extra bool, cs catScope, id uint64, args []Arg) {
+	i := 1
+	if extra {
+		s[1] = slot{num: id, meta: uint64(cs.cat) | uint64(cs.scope)<<16}
+		i = 2
+	}
+	putArgs(s[i:], args)
+}

@@ -1,0 +1,142 @@
+package tracer
+
+import (
+	"errors"
+	"math"
+	"sync"
+
+	"go.uber.org/atomic"
+)
+
+// Encoding and writing are separate steps. Whoever encodes (the flusher
+// goroutine, a recording goroutine that helps, Flush or Close) does it
+// under flushMu and queues the encoded batches, in order, for the writer
+// goroutine, which alone calls the sink. The queue is bounded: its
+// batches are taken from a free list of queueBatches, so encoded data
+// takes at most queueBatches batches of memory, and whoever encodes
+// without being allowed to wait (a recording goroutine) stops encoding
+// when none is free.
+
+// queueBatches is how many encoded batches may wait for the writer.
+const queueBatches = 8
+
+// batchOp says what the writer does with a batch.
+type batchOp uint8
+
+const (
+	opWrite  batchOp = iota // write buf
+	opRotate                // start a new file: end to the old one, then buf, which starts with the new file's head
+	opSync                  // write nothing: send the errors so far on done once everything before it is written
+)
+
+// A batch is one unit of the writer's queue.
+type batch struct {
+	op      batchOp
+	buf     []byte
+	end     []byte // opRotate: the end of the file being rotated
+	headLen int    // opRotate: the new file's head at the start of buf
+	events  int    // events in buf, for Stats
+	seq     uint64 // the encoder's number for it: names the B events it holds
+	done    chan error
+}
+
+// A writer is the goroutine that hands encoded batches to the sink, and
+// what the encoder and the recording goroutines know of it.
+type writer struct {
+	queue  chan *batch
+	free   chan *batch
+	exited chan struct{}
+
+	busySince atomic.Int64 // nanotime when the write under way started, 0 when none is
+
+	mu     sync.Mutex
+	failed []uint64 // batches whose write failed, for the encoder to unwrite
+	errs   error    // write errors since the last sync
+
+	events, bytes, flushes, sinkErrors, lost atomic.Uint64
+	ratio                                    atomic.Uint64 // float64 bits: file bytes per byte encoded, for rotation
+}
+
+func (w *writer) init() {
+	w.queue = make(chan *batch, queueBatches+4) // room for syncs besides the batches
+	w.free = make(chan *batch, queueBatches)
+	for range queueBatches {
+		w.free <- &batch{}
+	}
+	w.exited = make(chan struct{})
+	w.ratio.Store(math.Float64bits(1))
+}
+
+// stalled reports whether a write has been under way for over stallAfter.
+func (w *writer) stalled() bool {
+	since := w.busySince.Load()
+	return since != 0 && nanotime()-since > int64(stallAfter)
+}
+
+// writeLoop is the writer goroutine. It ends when the queue is closed.
+func (f *flusher) writeLoop() {
+	w := &f.out
+	defer close(w.exited)
+	for b := range w.queue {
+		switch b.op {
+		case opSync:
+			w.mu.Lock()
+			err := w.errs
+			w.errs = nil
+			w.mu.Unlock()
+			b.done <- err
+			continue
+		case opRotate:
+			f.rotateFile(b)
+		default:
+			f.writeBatch(b, b.buf)
+		}
+		b.buf, b.end = b.buf[:0], b.end[:0]
+		w.free <- b
+		f.t.progress.broadcast()
+	}
+}
+
+// writeBatch writes p, the events of b, to the sink.
+func (f *flusher) writeBatch(b *batch, p []byte) {
+	if len(p) == 0 {
+		return
+	}
+	w := &f.out
+	w.busySince.Store(nanotime())
+	n, err := f.sink.Write(p)
+	w.busySince.Store(0)
+	w.bytes.Add(uint64(n))
+	w.flushes.Inc()
+	if err != nil {
+		w.sinkErrors.Inc()
+		w.lost.Add(uint64(b.events))
+		w.mu.Lock()
+		w.failed = append(w.failed, b.seq)
+		w.errs = errors.Join(w.errs, err)
+		w.mu.Unlock()
+		f.t.opts.onError(err)
+		return
+	}
+	w.events.Add(uint64(b.events))
+	if f.rot != nil {
+		f.rot.measure(&w.ratio)
+	}
+}
+
+// fail reports an error of the sink that no write returned, such as a
+// failed rotation: the events still go to the current file, so it is not
+// one of the write errors Flush returns.
+func (f *flusher) fail(err error) {
+	f.out.sinkErrors.Inc()
+	f.t.opts.onError(err)
+}
+
+// takeFailures returns the batches whose write failed since the last call.
+func (w *writer) takeFailures() []uint64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	failed := w.failed
+	w.failed = nil
+	return failed
+}
