@@ -73,8 +73,8 @@ func crashFormatNamed(name string) crashFormat {
 }
 
 const (
-	matrixChildEnv  = "TRACER_MATRIX_CHILD" // format name and path, "name:path"
-	matrixWorkers   = 4
+	matrixChildEnv = "TRACER_MATRIX_CHILD" // format name and path, "name:path"
+	matrixWorkers  = 4
 )
 
 // TestCrashMatrixChild is the process TestCrashMatrix kills. Its workers

@@ -152,7 +152,7 @@ func (r *FlightRecorder) snapshot() ([]byte, error) {
 type window struct {
 	cfg           FlightRecorderConfig
 	chunks        []windowChunk // oldest first
-	events, bytes int     // in the window
+	events, bytes int           // in the window
 	spare         [][]byte
 	overwritten   atomic.Uint64
 }

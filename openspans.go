@@ -34,8 +34,8 @@ type openSpan struct {
 	start   slot
 	rest    []slot // the extra and arg slots, if any
 	token   uint64 // the spanToken id its end will carry
-	written bool     // its B event is in the file
-	batch   uint64   // the write that held its B event
+	written bool   // its B event is in the file
+	batch   uint64 // the write that held its B event
 }
 
 // openSpans holds the open spans of every goroutine that has one.
