@@ -86,7 +86,7 @@ func WithLossless() Option {
 }
 
 // WithFlushInterval sets how often the flusher writes what was recorded.
-// The flusher also writes early whenever a ring is half full. Shorter
+// The flusher also writes early whenever a P fills a chunk. Shorter
 // intervals lose less on a crash and cost more CPU; 1ms to 10s is allowed.
 func WithFlushInterval(d time.Duration) Option {
 	return func(o *options) error {

@@ -200,7 +200,11 @@ func (t *Tracer) refill(p int, n uint64) bool {
 	c := t.pool.get(t.laneCount())
 	if c == nil {
 		if c = t.waitForChunk(); c == nil {
-			t.dropped.Inc()
+			if t.recording.Load() {
+				t.dropped.Inc()
+			} else {
+				t.lateDrops.Inc() // Close began while it waited
+			}
 			return false
 		}
 	}

@@ -25,8 +25,9 @@ var ErrTimeout = errors.New("tracer: timed out waiting for the trace to be writt
 // for a flush already stuck in the sink; when it writes itself, it waits
 // for its write. Zero waits forever.
 //
-// Recording calls never wait for the sink, whatever this is: while it
-// stalls, the rings fill and further events are dropped and counted.
+// Recording calls do not wait for a stalled sink, whatever this is: while
+// it stalls, the buffers fill, and once they are full further events are
+// dropped and counted (see WithLossless for the other choice).
 func WithStopTimeout(d time.Duration) Option {
 	return func(o *options) error {
 		if d < 0 {

@@ -1,0 +1,120 @@
+package tracer
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// collected collects what a tracer tells its error handler.
+type collected struct {
+	mu   sync.Mutex
+	errs []error
+}
+
+func (c *collected) handle(err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.errs = append(c.errs, err)
+}
+
+func (c *collected) messages() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var m []string
+	for _, err := range c.errs {
+		m = append(m, err.Error())
+	}
+	return m
+}
+
+// TestLosslessWaitsForAStalledSink stalls the sink while a goroutine
+// floods a lossless tracer with small buffers: the goroutine must wait
+// (not drop) until the sink recovers, and then every event reach the file.
+func TestLosslessWaitsForAStalledSink(t *testing.T) {
+	s, path := newGateSink(t)
+	tr := newTracerOn(t, s, WithLossless(), WithBufferLimit(chunkBytes), WithFlushInterval(5*time.Millisecond))
+	s.stall()
+	const n = 300_000 // far more than the buffers and the writer's queue hold
+	var recorded sync.WaitGroup
+	recorded.Add(1)
+	var done time.Time
+	go func() {
+		defer recorded.Done()
+		for i := range n {
+			tr.Instant("ev", Int("id", i))
+		}
+		done = time.Now()
+	}()
+	// Longer than the half second after which default mode drops.
+	time.Sleep(2 * stallAfter)
+	released := time.Now()
+	s.release()
+	recorded.Wait()
+	assert.True(t, done.After(released), "recording waited for the sink")
+	require.NoError(t, tr.Close())
+	st := tr.Stats()
+	assert.Zero(t, st.Dropped+st.Lost+st.Late)
+	ids := idsOf(readClosed(t, path), "ev")
+	require.Len(t, ids, n)
+	for i := range n {
+		require.Equal(t, 1, ids[i], "event %d", i)
+	}
+}
+
+// TestLosslessCloseStaysBounded: a lossless tracer whose sink never
+// recovers must still let Close return within the stop timeout, and the
+// goroutine waiting to record must be let go.
+func TestLosslessCloseStaysBounded(t *testing.T) {
+	s, _ := newGateSink(t)
+	const timeout = 300 * time.Millisecond
+	tr := newTracerOn(t, s, WithLossless(), WithBufferLimit(chunkBytes), WithStopTimeout(timeout))
+	s.stall()
+	defer s.release() // let the background Close finish
+	var recorded sync.WaitGroup
+	recorded.Add(1)
+	go func() {
+		defer recorded.Done()
+		for i := range 300_000 {
+			tr.Instant("ev", Int("id", i))
+		}
+	}()
+	require.Eventually(t, func() bool { return tr.progress.waiters.Load() > 0 }, 5*time.Second, time.Millisecond,
+		"the recording goroutine waits for room")
+	start := time.Now()
+	assert.ErrorIs(t, tr.Close(), ErrTimeout)
+	assert.Less(t, time.Since(start), timeout+2*time.Second)
+	recorded.Wait() // returns: Close let the waiting goroutine go
+	assert.Zero(t, tr.Stats().Dropped, "a lossless tracer never drops; what Close refused is Late")
+	assert.Positive(t, tr.Stats().Late)
+}
+
+// TestDropsReportedAtClose: a tracer that dropped events says so once, at
+// Close, through its error handler: how many, the share, and what to do.
+func TestDropsReportedAtClose(t *testing.T) {
+	s, _ := newGateSink(t)
+	var log collected
+	tr := newTracerOn(t, s, WithBufferLimit(chunkBytes), WithErrorHandler(log.handle))
+	s.stall()
+	for i := range 300_000 {
+		tr.Instant("ev", Int("id", i))
+	}
+	s.release()
+	require.NoError(t, tr.Close())
+	dropped := tr.Stats().Dropped
+	require.Positive(t, dropped, "the buffers filled while the sink was stalled")
+	msgs := log.messages()
+	require.Len(t, msgs, 1)
+	assert.Contains(t, msgs[0], "were dropped")
+	assert.Contains(t, msgs[0], "WithLossless")
+
+	// A tracer that dropped nothing says nothing.
+	var quiet collected
+	tr2, _ := newTestTracer(t, WithErrorHandler(quiet.handle))
+	tr2.Span("x")()
+	require.NoError(t, tr2.Close())
+	assert.Empty(t, quiet.messages())
+}
