@@ -74,8 +74,11 @@ const tokenSlots = 4096
 // A lane is one P's chain of chunks.
 type lane struct {
 	// Producer side: touched only by a goroutine pinned to the lane's P.
-	cur    *chunk // the chunk being filled
-	starts uint64 // spans started on this lane: numbers their tokens
+	// Pinning is what orders the accesses of successive goroutines; they
+	// are atomic (a plain move on amd64 and arm64, but for the store of
+	// cur, once per chunk) so that the race detector sees the order too.
+	cur    atomic.Pointer[chunk] // the chunk being filled
+	starts uint64                // spans started on this lane: numbers their tokens
 	_      [48]byte
 
 	// Consumer side: touched only by the flusher, under flushMu.
@@ -105,7 +108,6 @@ func (s *spanToken) end() { s.t.record(kindEnd, 0, catScope{}, "", s.id, nil) }
 
 func newLane(t *Tracer, p int) *lane {
 	l := &lane{
-		cur:    full,
 		id:     uint64(p),
 		ends:   make([]func(), tokenSlots),
 		tokens: make([]spanToken, tokenSlots),
@@ -114,6 +116,7 @@ func newLane(t *Tracer, p int) *lane {
 		l.tokens[i] = spanToken{t: t, id: uint64(p)<<32 | uint64(i)}
 		l.ends[i] = l.tokens[i].end
 	}
+	l.cur.Store(full)
 	return l
 }
 
@@ -159,8 +162,8 @@ func (t *Tracer) record(k kind, flags uint8, cs catScope, name string, id uint64
 		p := procPin()
 		if ls := *t.lanes.Load(); p < len(ls) && ls[p] != nil {
 			l := ls[p]
-			c := l.cur
-			if h := c.head; h+n <= chunkSlots {
+			c := l.cur.Load()
+			if h := atomic.LoadUint64(&c.head); h+n <= chunkSlots {
 				head := &c.slots[h]
 				head.num = uint64(nanotime())
 				head.meta = headMeta(k, flags, n, extra, gid)
@@ -173,8 +176,9 @@ func (t *Tracer) record(k kind, flags uint8, cs catScope, name string, id uint64
 				storeRelease(&c.head, h+n)
 				end := nop
 				if k <= kindBegin {
-					end = l.ends[l.starts%tokenSlots]
-					l.starts++
+					starts := atomic.LoadUint64(&l.starts)
+					end = l.ends[starts%tokenSlots]
+					storeRelease(&l.starts, starts+1)
 				}
 				procUnpin()
 				return end
@@ -217,14 +221,14 @@ func (t *Tracer) refill(p int, n uint64) bool {
 			continue
 		}
 		l := ls[p]
-		if l.cur.head+n <= chunkSlots {
+		old := l.cur.Load()
+		if atomic.LoadUint64(&old.head)+n <= chunkSlots {
 			// Another goroutine on this P refilled it meanwhile.
 			procUnpin()
 			t.pool.put(c)
 			return true
 		}
-		old := l.cur
-		l.cur = c
+		l.cur.Store(c)
 		if old == full {
 			l.first.Store(c)
 		} else {
