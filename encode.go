@@ -2,6 +2,8 @@ package tracer
 
 import (
 	"math"
+	"math/bits"
+	"slices"
 	"strconv"
 	"unicode/utf8"
 	"unsafe"
@@ -216,7 +218,7 @@ func (e *encoder) appendIDs(b []byte, gid uint64) []byte {
 		e.names.see(gid)
 	}
 	b = append(b, e.pidTid...)
-	return strconv.AppendUint(b, gid, 10)
+	return appendUint(b, gid)
 }
 
 // appendTail ends an event with its args. Category and scope are not args:
@@ -243,9 +245,9 @@ func (e *encoder) appendTail(b []byte, h *slot, rest []slot) []byte {
 				b = append(b, `""`...)
 			}
 		case argInt:
-			b = strconv.AppendInt(b, int64(a.num), 10)
+			b = appendInt(b, int64(a.num))
 		case argUint:
-			b = strconv.AppendUint(b, a.num, 10)
+			b = appendUint(b, a.num)
 		case argFloat:
 			b = appendFloat(b, math.Float64frombits(a.num))
 		case argBool:
@@ -258,38 +260,80 @@ func (e *encoder) appendTail(b []byte, h *slot, rest []slot) []byte {
 }
 
 // appendMicros writes a nanosecond count as microseconds with three
-// decimals, the precision Perfetto keeps without rounding, formatting the
-// digits into a small array in one pass.
+// decimals, the precision Perfetto keeps without rounding. Like appendUint
+// it writes the digits straight into b's spare capacity: formatting into
+// a temporary and copying it cost as much again.
 func appendMicros(b []byte, ns int64) []byte {
 	u := uint64(ns)
 	if ns < 0 {
 		b = append(b, '-')
 		u = -u
 	}
-	var tmp [24]byte
-	i := len(tmp) - 4
-	frac := u % 1000
-	u /= 1000
-	tmp[i] = '.'
-	tmp[i+1] = byte('0' + frac/100)
-	tmp[i+2] = byte('0' + frac/10%10)
-	tmp[i+3] = byte('0' + frac%10)
+	us, frac := u/1000, u%1000
+	b = appendUint(b, us)
+	l := len(b)
+	b = grow(b, 4)[:l+4]
+	d := b[l : l+4 : l+4]
+	d[0] = '.'
+	d[1] = byte('0' + frac/100)
+	r := frac % 100 * 2
+	d[2], d[3] = digitPairs[r], digitPairs[r+1]
+	return b
+}
+
+// appendUint appends u in decimal.
+func appendUint(b []byte, u uint64) []byte {
+	if u < 10 { // durations under 10µs, small ids and counts
+		return append(b, byte('0'+u))
+	}
+	n := decimalLen(u)
+	l := len(b)
+	b = grow(b, n)[:l+n]
+	d := b[l : l+n : l+n]
+	i := n
 	for u >= 100 {
 		q := u / 100
 		r := (u - q*100) * 2
 		i -= 2
-		tmp[i], tmp[i+1] = digitPairs[r], digitPairs[r+1]
+		d[i], d[i+1] = digitPairs[r], digitPairs[r+1]
 		u = q
 	}
 	if u >= 10 {
-		i -= 2
-		tmp[i], tmp[i+1] = digitPairs[u*2], digitPairs[u*2+1]
+		d[1], d[0] = digitPairs[u*2+1], digitPairs[u*2]
 	} else {
-		i--
-		tmp[i] = byte('0' + u)
+		d[0] = byte('0' + u)
 	}
-	return append(b, tmp[i:]...)
+	return b
 }
+
+// appendInt appends v in decimal.
+func appendInt(b []byte, v int64) []byte {
+	if v < 0 {
+		return appendUint(append(b, '-'), -uint64(v))
+	}
+	return appendUint(b, uint64(v))
+}
+
+// grow returns b with room for n more bytes.
+func grow(b []byte, n int) []byte {
+	if cap(b)-len(b) < n {
+		b = slices.Grow(b, n)
+	}
+	return b
+}
+
+// decimalLen returns the number of decimal digits of u.
+func decimalLen(u uint64) int {
+	// bits.Len64 gives log2; 1233/4096 approximates log10(2).
+	n := (bits.Len64(u|1) * 1233) >> 12
+	if u >= powersOf10[n] {
+		n++
+	}
+	return max(n, 1)
+}
+
+var powersOf10 = [...]uint64{1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10,
+	1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19}
 
 const digitPairs = "00010203040506070809" +
 	"10111213141516171819" +
