@@ -42,16 +42,18 @@ func traceFiles(t testing.TB, dir string) []string {
 func rotationWorkload(t *testing.T, tr *Tracer) int {
 	const workers, rounds, spans = 4, 30, 40
 	ends := make([]func(), workers)
-	var wg sync.WaitGroup
+	var wg, begun sync.WaitGroup
 	start := make([]chan bool, workers)
 	for w := range workers {
 		start[w] = make(chan bool)
 		wg.Add(1)
+		begun.Add(1)
 		go func() {
 			defer wg.Done()
 			tr.SetGoroutineName(fmt.Sprintf("worker %d", w))
 			tr.SetGoroutineSortIndex(w)
 			lifetime := tr.Begin("lifetime", Int("w", w))
+			begun.Done()
 			for round := range start[w] {
 				if !round {
 					break
@@ -64,6 +66,9 @@ func rotationWorkload(t *testing.T, tr *Tracer) int {
 			lifetime()
 		}()
 	}
+	// Every lifetime span begins before the first job, so that the first
+	// file holds them all, however the workers are scheduled.
+	begun.Wait()
 	for range rounds {
 		for w := range workers {
 			start[w] <- true
