@@ -118,3 +118,30 @@ func TestDropsReportedAtClose(t *testing.T) {
 	require.NoError(t, tr2.Close())
 	assert.Empty(t, quiet.messages())
 }
+
+// TestBuffersGrowAndShrink: a burst that the sink cannot take at once
+// grows the pool of chunks, up to its limit and no further, and once the
+// burst is written the pool gives the memory back.
+func TestBuffersGrowAndShrink(t *testing.T) {
+	s, _ := newGateSink(t)
+	const limit = 64 * chunkBytes
+	tr := newTracerOn(t, s, WithBufferLimit(limit), WithFlushInterval(10*time.Millisecond))
+	defer tr.Close()
+	chunks := func() int {
+		tr.pool.mu.Lock()
+		defer tr.pool.mu.Unlock()
+		return tr.pool.count
+	}
+	s.stall()
+	for i := range 40 * chunkSlots { // 40 chunks of events: the sink takes none of them
+		tr.Instant("burst", Int("i", i))
+	}
+	grown := chunks()
+	assert.Greater(t, grown, 20, "the pool grows under a burst")
+	assert.LessOrEqual(t, grown, 64+tr.laneCount()+2, "and no further than its limit")
+	s.release()
+	require.NoError(t, tr.Flush())
+	require.Eventually(t, func() bool { return chunks() <= tr.laneCount()+assistChunks+2 }, 10*time.Second, 50*time.Millisecond,
+		"the pool gives the chunks of the burst back: %d left", chunks())
+	assert.Zero(t, tr.Stats().Dropped)
+}

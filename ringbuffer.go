@@ -4,8 +4,6 @@ import (
 	"sync"
 	"sync/atomic"
 	_ "unsafe" // for go:linkname
-
-	uatomic "go.uber.org/atomic"
 )
 
 // Pinning the goroutine to its P makes the running goroutine the only writer
@@ -269,7 +267,6 @@ type chunkPool struct {
 	count  int // chunks allocated and not freed
 	limit  int // most chunks, however many lanes; see get
 	unused int // fewest free chunks since the last trim
-	inUse  uatomic.Int64
 }
 
 // get returns a chunk with nothing in it, or nil if the pool is at its
@@ -283,7 +280,6 @@ func (cp *chunkPool) get(lanes int) *chunk {
 		cp.free = cp.free[:n-1]
 		cp.unused = min(cp.unused, len(cp.free))
 		cp.mu.Unlock()
-		cp.inUse.Inc()
 		c.head = 0
 		c.next.Store(nil)
 		return c
@@ -295,13 +291,11 @@ func (cp *chunkPool) get(lanes int) *chunk {
 	cp.count++
 	cp.unused = 0
 	cp.mu.Unlock()
-	cp.inUse.Inc()
 	return new(chunk)
 }
 
 // put takes back a chunk the flusher read to its end.
 func (cp *chunkPool) put(c *chunk) {
-	cp.inUse.Dec()
 	cp.mu.Lock()
 	cp.free = append(cp.free, c)
 	cp.mu.Unlock()
@@ -320,11 +314,4 @@ func (cp *chunkPool) trim(keep int) {
 		cp.count -= drop
 	}
 	cp.unused = len(cp.free)
-}
-
-// bytes returns the memory the pool's chunks take.
-func (cp *chunkPool) bytes() int {
-	cp.mu.Lock()
-	defer cp.mu.Unlock()
-	return cp.count * chunkBytes
 }
