@@ -1,7 +1,9 @@
 package tracer
 
 import (
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -144,4 +146,89 @@ func TestBuffersGrowAndShrink(t *testing.T) {
 	require.Eventually(t, func() bool { return chunks() <= tr.laneCount()+assistChunks+2 }, 10*time.Second, 50*time.Millisecond,
 		"the pool gives the chunks of the burst back: %d left", chunks())
 	assert.Zero(t, tr.Stats().Dropped)
+}
+
+// countSpans counts the spans named name in a closed trace: X events, and
+// B events (a span open at a flush).
+func countSpans(t *testing.T, path, name string) int {
+	n := 0
+	for _, e := range readClosed(t, path) {
+		if e.Name == name && (e.Ph == "X" || e.Ph == "B") {
+			n++
+		}
+	}
+	return n
+}
+
+// TestTightLoopsLoseNothing runs the loops a benchmark is made of, bare
+// spans as fast as the goroutines go, at the defaults and lossless: every
+// span must reach the file, and nothing be dropped, however far the
+// goroutines outrun the flusher.
+func TestTightLoopsLoseNothing(t *testing.T) {
+	total := 200_000
+	if testing.Short() || raceEnabled {
+		total = 24_000
+	}
+	for _, tt := range []struct {
+		name       string
+		goroutines int
+		opts       []Option
+	}{
+		{"1 goroutine", 1, nil},
+		{"8 goroutines", 8, nil},
+		{"8 goroutines, lossless", 8, []Option{WithLossless()}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tr, path := newTestTracer(t, tt.opts...)
+			var wg sync.WaitGroup
+			for range tt.goroutines {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for range total / tt.goroutines {
+						func() { defer tr.Span("x")() }()
+					}
+				}()
+			}
+			wg.Wait()
+			require.NoError(t, tr.Close())
+			assert.Zero(t, tr.Stats().Dropped)
+			assert.Equal(t, total, countSpans(t, path, "x"))
+		})
+	}
+}
+
+// TestCPUBoundPoolLosesNothing keeps every P busy with twice as many
+// goroutines, each recording a span around about 1.5µs of work: the
+// flusher gets a time slice only now and then, and no span may be lost.
+func TestCPUBoundPoolLosesNothing(t *testing.T) {
+	d := time.Second
+	if testing.Short() || raceEnabled {
+		d = 200 * time.Millisecond
+	}
+	tr, path := newTestTracer(t)
+	workers := 2 * runtime.GOMAXPROCS(0)
+	var recorded atomic.Int64
+	var wg sync.WaitGroup
+	deadline := time.Now().Add(d)
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := 0; ; n++ {
+				if n%64 == 0 && time.Now().After(deadline) {
+					return
+				}
+				end := tr.Span("work")
+				spin(1500 * time.Nanosecond)
+				end()
+				recorded.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	require.NoError(t, tr.Close())
+	assert.Zero(t, tr.Stats().Dropped)
+	assert.EqualValues(t, recorded.Load(), countSpans(t, path, "work"))
+	t.Logf("%d workers, %d spans in %v", workers, recorded.Load(), d)
 }
