@@ -166,6 +166,9 @@ func (r *rotator) findRotated() error {
 	}
 	for _, e := range entries {
 		mid, ok := strings.CutPrefix(e.Name(), prefix+".")
+		if !ok {
+			continue // another file: never to be renumbered or removed
+		}
 		if mid, ok = strings.CutSuffix(mid, r.ext); !ok {
 			continue
 		}

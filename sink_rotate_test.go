@@ -182,7 +182,7 @@ func TestRotation(t *testing.T) {
 // unrelated files are left alone.
 func TestRotationNumbering(t *testing.T) {
 	dir := t.TempDir()
-	for _, name := range []string{"trace.000001.json", "trace.000003.json", "trace.000009.json.gz", "trace.x.json", "trace.json.000002", "other.000004.json"} {
+	for _, name := range []string{"trace.000001.json", "trace.000003.json", "trace.000009.json.gz", "trace.x.json", "trace.json.000002", "other.000004.json", "000007.json"} {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte("old"), 0o644))
 	}
 	tr, err := New(filepath.Join(dir, "trace.json"), WithMaxFileSize(minFileSize), WithMaxFiles(3), WithFlushInterval(10*time.Second))
@@ -203,6 +203,7 @@ func TestRotationNumbering(t *testing.T) {
 	assert.ElementsMatch(t, []string{
 		"trace.json", "trace.000004.json", "trace.000005.json",
 		"trace.000009.json.gz", "trace.x.json", "trace.json.000002", "other.000004.json",
+		"000007.json", // not the trace's: kept, and its number not taken
 	}, names)
 }
 
