@@ -1,0 +1,478 @@
+package trace
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"unicode/utf8"
+)
+
+// maxDepth is the deepest nesting of arrays and objects accepted, the
+// limit encoding/json has.
+const maxDepth = 10000
+
+// A scanner validates one JSON value at a time in b and fills an Event
+// from an event object's members. Its methods take the offset of the
+// value's first byte and return the offset just past it, or -1 on
+// failure: then either short is set (b ends before the value does, so
+// more input is needed) or errOff and errMsg say what is wrong.
+type scanner struct {
+	b     []byte
+	nl    int // newlines in the white space crossed
+	depth int
+	esc   bool // the last string scanned held escapes
+	bad   int  // offset of the first invalid UTF-8 byte in a string, or -1
+	short bool
+
+	errOff int
+	errMsg string
+}
+
+func (s *scanner) reset(b []byte) {
+	s.b, s.nl, s.depth, s.bad, s.short, s.errMsg = b, 0, 0, -1, false, ""
+}
+
+func (s *scanner) fail(i int, format string, args ...any) int {
+	s.errOff, s.errMsg = i, fmt.Sprintf(format, args...)
+	return -1
+}
+
+func (s *scanner) needMore() int {
+	s.short = true
+	return -1
+}
+
+// ws skips white space, counting newlines.
+func (s *scanner) ws(i int) int {
+	b := s.b
+	for i < len(b) {
+		switch b[i] {
+		case ' ', '\t', '\r':
+		case '\n':
+			s.nl++
+		default:
+			return i
+		}
+		i++
+	}
+	return i
+}
+
+// byteClass sorts the bytes of a string: 0 plain ASCII, 1 quote, 2
+// backslash, 3 control character, 4 the start of a multi-byte sequence.
+var byteClass = func() (t [256]uint8) {
+	for c := range 0x20 {
+		t[c] = 3
+	}
+	t['"'], t['\\'] = 1, 2
+	for c := 0x80; c < 0x100; c++ {
+		t[c] = 4
+	}
+	return t
+}()
+
+// str scans the string starting with the quote at i.
+func (s *scanner) str(i int) int {
+	b := s.b
+	s.esc = false
+	i++
+	for {
+		for i < len(b) && byteClass[b[i]] == 0 {
+			i++
+		}
+		if i >= len(b) {
+			return s.needMore()
+		}
+		switch byteClass[b[i]] {
+		case 1:
+			return i + 1
+		case 2:
+			if i+1 >= len(b) {
+				return s.needMore()
+			}
+			s.esc = true
+			switch b[i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i += 2
+			case 'u':
+				for k := i + 2; k < i+6; k++ {
+					if k >= len(b) {
+						return s.needMore()
+					}
+					if !isHex(b[k]) {
+						return s.fail(k, "invalid \\u escape in a string")
+					}
+				}
+				i += 6
+			default:
+				return s.fail(i, "invalid escape \\%s in a string", printable(b[i+1]))
+			}
+		case 3:
+			return s.fail(i, "raw control character 0x%02x in a string (JSON forbids it; Perfetto refuses the whole file)", b[i])
+		case 4:
+			r, size := utf8.DecodeRune(b[i:])
+			if r == utf8.RuneError && size == 1 {
+				if !utf8.FullRune(b[i:]) {
+					return s.needMore()
+				}
+				if s.bad < 0 {
+					s.bad = i
+				}
+			}
+			i += size
+		}
+	}
+}
+
+func isHex(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
+}
+
+// printable shows a byte in an error message.
+func printable(c byte) string {
+	if c >= 0x20 && c < 0x7f {
+		return string(rune(c))
+	}
+	return fmt.Sprintf("0x%02x", c)
+}
+
+// num scans the number starting at i, as JSON's grammar has it.
+func (s *scanner) num(i int) int {
+	b := s.b
+	start := i
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	if i >= len(b) {
+		return s.needMore()
+	}
+	switch {
+	case b[i] == '0':
+		i++
+	case b[i] >= '1' && b[i] <= '9':
+		for i < len(b) && isDigit(b[i]) {
+			i++
+		}
+	default:
+		return s.fail(i, "invalid number %q", b[start:i+1])
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		d := i
+		for i < len(b) && isDigit(b[i]) {
+			i++
+		}
+		if i == d {
+			if i >= len(b) {
+				return s.needMore()
+			}
+			return s.fail(i, "invalid number: no digit after the decimal point")
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		d := i
+		for i < len(b) && isDigit(b[i]) {
+			i++
+		}
+		if i == d {
+			if i >= len(b) {
+				return s.needMore()
+			}
+			return s.fail(i, "invalid number: no digit in the exponent")
+		}
+	}
+	if i >= len(b) {
+		return s.needMore() // the number may go on
+	}
+	return i
+}
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+// lit scans true, false or null at i.
+func (s *scanner) lit(i int, word string) int {
+	for k := 0; k < len(word); k++ {
+		if i+k >= len(s.b) {
+			return s.needMore()
+		}
+		if s.b[i+k] != word[k] {
+			return s.fail(i, "invalid literal (expected %s)", word)
+		}
+	}
+	return i + len(word)
+}
+
+// value scans any JSON value at i, which is not white space.
+func (s *scanner) value(i int) int {
+	if i >= len(s.b) {
+		return s.needMore()
+	}
+	switch c := s.b[i]; {
+	case c == '"':
+		return s.str(i)
+	case c == '{':
+		return s.object(i, nil)
+	case c == '[':
+		return s.array(i)
+	case c == '-' || isDigit(c):
+		return s.num(i)
+	case c == 't':
+		return s.lit(i, "true")
+	case c == 'f':
+		return s.lit(i, "false")
+	case c == 'n':
+		return s.lit(i, "null")
+	default:
+		return s.fail(i, "unexpected %s where a value should be", printable(c))
+	}
+}
+
+func (s *scanner) array(i int) int {
+	if s.depth++; s.depth > maxDepth {
+		return s.fail(i, "nested too deep")
+	}
+	defer func() { s.depth-- }()
+	i = s.ws(i + 1)
+	if i < len(s.b) && s.b[i] == ']' {
+		return i + 1
+	}
+	for {
+		i = s.value(s.ws(i))
+		if i < 0 {
+			return i
+		}
+		i = s.ws(i)
+		if i >= len(s.b) {
+			return s.needMore()
+		}
+		switch s.b[i] {
+		case ',':
+			i++
+		case ']':
+			return i + 1
+		default:
+			return s.fail(i, "expected , or ] in an array, found %s", printable(s.b[i]))
+		}
+	}
+}
+
+// object scans the object at i, calling member, if not nil, for each
+// member with its key and the offset of its value; member returns the
+// offset past the value, having scanned it.
+func (s *scanner) object(i int, member func(key []byte, esc bool, v int) int) int {
+	if s.depth++; s.depth > maxDepth {
+		return s.fail(i, "nested too deep")
+	}
+	defer func() { s.depth-- }()
+	i = s.ws(i + 1)
+	if i < len(s.b) && s.b[i] == '}' {
+		return i + 1
+	}
+	for {
+		if i >= len(s.b) {
+			return s.needMore()
+		}
+		if s.b[i] != '"' {
+			return s.fail(i, "expected a member name in quotes, found %s", printable(s.b[i]))
+		}
+		k := i
+		i = s.str(i)
+		if i < 0 {
+			return i
+		}
+		key, esc := s.b[k+1:i-1], s.esc
+		i = s.ws(i)
+		if i >= len(s.b) {
+			return s.needMore()
+		}
+		if s.b[i] != ':' {
+			return s.fail(i, "expected : after a member name, found %s", printable(s.b[i]))
+		}
+		i = s.ws(i + 1)
+		if member != nil {
+			i = member(key, esc, i)
+		} else {
+			i = s.value(i)
+		}
+		if i < 0 {
+			return i
+		}
+		i = s.ws(i)
+		if i >= len(s.b) {
+			return s.needMore()
+		}
+		switch s.b[i] {
+		case ',':
+			i = s.ws(i + 1)
+		case '}':
+			return i + 1
+		default:
+			return s.fail(i, "expected , or } in an object, found %s", printable(s.b[i]))
+		}
+	}
+}
+
+// event scans the event object at i into e. e.Raw and e.Line are the
+// caller's to set.
+func (s *scanner) event(i int, e *Event) int {
+	*e = Event{Args: e.Args[:0], BadUTF8: -1}
+	start := i
+	end := s.object(i, func(key []byte, esc bool, v int) int {
+		if esc || v >= len(s.b) {
+			return s.value(v)
+		}
+		c := s.b[v]
+		switch string(key) {
+		case "ph":
+			return s.strField(v, func(raw []byte, _ bool) { e.Ph = raw })
+		case "name":
+			return s.strField(v, func(raw []byte, esc bool) { e.Name = Str{raw, esc, true} })
+		case "cat":
+			return s.strField(v, func(raw []byte, esc bool) { e.Cat = Str{raw, esc, true} })
+		case "scope":
+			return s.strField(v, func(raw []byte, esc bool) { e.Scope = Str{raw, esc, true} })
+		case "bp":
+			return s.strField(v, func(raw []byte, esc bool) { e.BP = Str{raw, esc, true} })
+		case "ts", "dur":
+			n := s.value(v)
+			if n > 0 && (c == '-' || isDigit(c)) {
+				ns := micros(s.b[v:n])
+				if key[0] == 't' {
+					e.TS, e.HasTS, e.TSSpan = ns, true, Span{v - start, n - start}
+				} else {
+					e.Dur, e.HasDur = ns, true
+				}
+			}
+			return n
+		case "pid", "tid":
+			n := s.value(v)
+			if n > 0 {
+				num := s.idNum(v, n)
+				if key[0] == 'p' {
+					e.Pid, e.PidSpan = num, Span{v - start, n - start}
+				} else {
+					e.Tid = num
+				}
+			}
+			return n
+		case "id":
+			n := s.value(v)
+			if n > 0 && (c == '"' || c == '-' || isDigit(c)) {
+				e.ID, e.IDLocal = s.b[v:n], false
+			}
+			return n
+		case "id2":
+			if c != '{' {
+				return s.value(v)
+			}
+			return s.object(v, func(key []byte, esc bool, v int) int {
+				n := s.value(v)
+				if n > 0 && !esc && (string(key) == "local" || string(key) == "global") {
+					e.ID, e.IDLocal = s.b[v:n], key[0] == 'l'
+				}
+				return n
+			})
+		case "args":
+			if c != '{' {
+				return s.value(v)
+			}
+			return s.object(v, func(key []byte, esc bool, v int) int {
+				n := s.value(v)
+				if n > 0 {
+					a := Arg{Key: Str{key, esc, true}, Value: s.b[v:n], Span: Span{v - start, n - start}}
+					switch c := s.b[v]; {
+					case c == '-' || isDigit(c):
+						a.IsNum = true
+						a.Num, _ = strconv.ParseFloat(string(a.Value), 64)
+					case c == '"':
+						a.Str = Str{s.b[v+1 : n-1], s.esc, true}
+					}
+					e.Args = append(e.Args, a)
+				}
+				return n
+			})
+		}
+		return s.value(v)
+	})
+	if end > 0 && s.bad >= 0 {
+		e.BadUTF8 = s.bad - start
+	}
+	return end
+}
+
+// strField scans the value at v and, if it is a string, passes set its
+// raw bytes.
+func (s *scanner) strField(v int, set func(raw []byte, esc bool)) int {
+	if s.b[v] != '"' {
+		return s.value(v)
+	}
+	n := s.str(v)
+	if n > 0 {
+		set(s.b[v+1:n-1], s.esc)
+	}
+	return n
+}
+
+// idNum reads the pid or tid in b[v:n].
+func (s *scanner) idNum(v, n int) Num {
+	raw := s.b[v:n]
+	switch c := raw[0]; {
+	case c == '"':
+		return Num{Kind: NumString, Str: raw[1 : len(raw)-1], Raw: raw}
+	case c == '-' || isDigit(c):
+		num := Num{Kind: NumInt, Raw: raw}
+		if i, err := strconv.ParseInt(string(raw), 10, 64); err == nil {
+			num.Int = i
+		} else {
+			f, _ := strconv.ParseFloat(string(raw), 64)
+			num.Frac = f != math.Trunc(f)
+			num.Int = int64(max(min(f, math.MaxInt64), math.MinInt64))
+			if f > math.MaxInt64 || f < math.MinInt64 {
+				num.Bounds = true
+			}
+		}
+		if num.Int < 0 || num.Int > math.MaxUint32 {
+			num.Bounds = true
+		}
+		return num
+	}
+	return Num{Kind: NumOther, Raw: raw}
+}
+
+// micros converts a JSON number of microseconds to nanoseconds. The
+// common form, at most three decimals and no exponent, converts exactly.
+func micros(b []byte) int64 {
+	neg := b[0] == '-'
+	i := 0
+	if neg {
+		i++
+	}
+	var n int64
+	digits := 0
+	for ; i < len(b) && isDigit(b[i]); i++ {
+		n = n*10 + int64(b[i]-'0')
+		digits++
+	}
+	frac := 0
+	if i < len(b) && b[i] == '.' {
+		for i++; i < len(b) && isDigit(b[i]) && frac < 3; i++ {
+			n = n*10 + int64(b[i]-'0')
+			frac++
+		}
+	}
+	if i == len(b) && digits <= 15 {
+		for ; frac < 3; frac++ {
+			n *= 10
+		}
+		if neg {
+			return -n
+		}
+		return n
+	}
+	f, _ := strconv.ParseFloat(string(b), 64)
+	return int64(math.Round(max(min(f*1000, math.MaxInt64), math.MinInt64)))
+}
