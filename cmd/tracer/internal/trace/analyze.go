@@ -343,11 +343,12 @@ func (a *Analyzer) counter(e *Event) {
 			continue
 		}
 		if !e.Name.Escaped && string(e.Name.Raw) == "tracer.dropped" {
-			p.Dropped = arg.Num
+			p.Dropped = arg.Float()
 		}
 		if !a.Stats {
 			continue
 		}
+		v := arg.Float()
 		k := append(a.counterKey[:0], e.Pid.Raw...)
 		k = append(k, 0)
 		k = append(k, e.Name.Raw...)
@@ -357,14 +358,14 @@ func (a *Analyzer) counter(e *Event) {
 		i, ok := a.counterIdx[string(k)]
 		if !ok {
 			i = int32(len(a.Counters))
-			a.Counters = append(a.Counters, &CounterStats{Pid: pidString(e.Pid), Name: e.Name.String(), Key: arg.Key.String(), Min: arg.Num, Max: arg.Num})
+			a.Counters = append(a.Counters, &CounterStats{Pid: pidString(e.Pid), Name: e.Name.String(), Key: arg.Key.String(), Min: v, Max: v})
 			a.counterIdx[string(k)] = i
 		}
 		c := a.Counters[i]
 		c.N++
-		c.Sum += arg.Num
-		c.Min = min(c.Min, arg.Num)
-		c.Max = max(c.Max, arg.Num)
+		c.Sum += v
+		c.Min = min(c.Min, v)
+		c.Max = max(c.Max, v)
 	}
 }
 

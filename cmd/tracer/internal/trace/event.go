@@ -103,11 +103,16 @@ const (
 // An Arg is one member of an event's args.
 type Arg struct {
 	Key   Str
-	Value []byte  // as written
-	Num   float64 // the value, if IsNum
-	IsNum bool
+	Value []byte // as written
+	IsNum bool   // the value is a number: see Float
 	Str   Str // the value, if a string
 	Span  Span
+}
+
+// Float returns the value of a number.
+func (a *Arg) Float() float64 {
+	f, _ := strconv.ParseFloat(string(a.Value), 64)
+	return f
 }
 
 // Arg returns the arg named key, or nil.

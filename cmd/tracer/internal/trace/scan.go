@@ -1,7 +1,9 @@
 package trace
 
 import (
+	"encoding/binary"
 	"fmt"
+	"math/bits"
 	"math"
 	"strconv"
 	"unicode/utf8"
@@ -77,6 +79,15 @@ func (s *scanner) str(i int) int {
 	s.esc = false
 	i++
 	for {
+		// Eight bytes at a time to the first that is not plain ASCII,
+		// then byte by byte: most strings are plain names and keys.
+		for i+8 <= len(b) {
+			if m := special(binary.LittleEndian.Uint64(b[i:])); m != 0 {
+				i += bits.TrailingZeros64(m) >> 3
+				break
+			}
+			i += 8
+		}
 		for i < len(b) && byteClass[b[i]] == 0 {
 			i++
 		}
@@ -122,6 +133,20 @@ func (s *scanner) str(i int) int {
 			i += size
 		}
 	}
+}
+
+const (
+	ones  = 0x0101010101010101
+	highs = 0x8080808080808080
+)
+
+// special returns a word with the high bit set in the lowest byte of w
+// that is a quote, a backslash, a control character or not ASCII (and
+// perhaps in higher bytes too: only the lowest set bit is exact).
+func special(w uint64) uint64 {
+	q := w ^ ('"' * ones)
+	bs := w ^ ('\\' * ones)
+	return ((q-ones)&^q | (bs-ones)&^bs | (w-0x20*ones)&^w | w) & highs
 }
 
 func isHex(c byte) bool {
@@ -193,6 +218,46 @@ func (s *scanner) num(i int) int {
 
 func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 
+// number scans the number at v, as num does, and returns its value times
+// 1000 when that is exact and fits: at most 15 digits before the point,
+// 3 after, no exponent. Timestamps in microseconds so become exact
+// nanoseconds, in one pass.
+func (s *scanner) number(v int) (end int, milli int64, ok bool) {
+	b := s.b
+	i := v
+	neg := b[i] == '-'
+	if neg {
+		i++
+	}
+	d := i
+	var n int64
+	for i < len(b) && isDigit(b[i]) {
+		n = n*10 + int64(b[i]-'0')
+		i++
+	}
+	digits := i - d
+	frac := 0
+	if i < len(b) && b[i] == '.' {
+		i++
+		for i < len(b) && isDigit(b[i]) && frac < 4 {
+			n = n*10 + int64(b[i]-'0')
+			i++
+			frac++
+		}
+	}
+	if digits == 0 || digits > 15 || frac > 3 || i >= len(b) || b[i] == 'e' || b[i] == 'E' ||
+		b[d] == '0' && digits > 1 || frac == 0 && i > d+digits {
+		return s.num(v), 0, false // the slow path, which also reports errors
+	}
+	for ; frac < 3; frac++ {
+		n *= 10
+	}
+	if neg {
+		n = -n
+	}
+	return i, n, true
+}
+
 // lit scans true, false or null at i.
 func (s *scanner) lit(i int, word string) int {
 	for k := 0; k < len(word); k++ {
@@ -235,9 +300,9 @@ func (s *scanner) array(i int) int {
 	if s.depth++; s.depth > maxDepth {
 		return s.fail(i, "nested too deep")
 	}
-	defer func() { s.depth-- }()
 	i = s.ws(i + 1)
 	if i < len(s.b) && s.b[i] == ']' {
+		s.depth--
 		return i + 1
 	}
 	for {
@@ -253,6 +318,7 @@ func (s *scanner) array(i int) int {
 		case ',':
 			i++
 		case ']':
+			s.depth--
 			return i + 1
 		default:
 			return s.fail(i, "expected , or ] in an array, found %s", printable(s.b[i]))
@@ -267,9 +333,9 @@ func (s *scanner) object(i int, member func(key []byte, esc bool, v int) int) in
 	if s.depth++; s.depth > maxDepth {
 		return s.fail(i, "nested too deep")
 	}
-	defer func() { s.depth-- }()
 	i = s.ws(i + 1)
 	if i < len(s.b) && s.b[i] == '}' {
+		s.depth--
 		return i + 1
 	}
 	for {
@@ -309,6 +375,7 @@ func (s *scanner) object(i int, member func(key []byte, esc bool, v int) int) in
 		case ',':
 			i = s.ws(i + 1)
 		case '}':
+			s.depth--
 			return i + 1
 		default:
 			return s.fail(i, "expected , or } in an object, found %s", printable(s.b[i]))
@@ -317,30 +384,103 @@ func (s *scanner) object(i int, member func(key []byte, esc bool, v int) int) in
 }
 
 // event scans the event object at i into e. e.Raw and e.Line are the
-// caller's to set.
+// caller's to set. It is object, unrolled for the members of an event:
+// this is where the time goes.
 func (s *scanner) event(i int, e *Event) int {
 	*e = Event{Args: e.Args[:0], BadUTF8: -1}
 	start := i
-	end := s.object(i, func(key []byte, esc bool, v int) int {
-		if esc || v >= len(s.b) {
-			return s.value(v)
+	b := s.b
+	s.depth++
+	i = s.ws(i + 1)
+	if i < len(b) && b[i] == '}' {
+		return i + 1
+	}
+	for {
+		if i >= len(b) {
+			return s.needMore()
 		}
-		c := s.b[v]
-		switch string(key) {
-		case "ph":
-			return s.strField(v, func(raw []byte, _ bool) { e.Ph = raw })
-		case "name":
-			return s.strField(v, func(raw []byte, esc bool) { e.Name = Str{raw, esc, true} })
-		case "cat":
-			return s.strField(v, func(raw []byte, esc bool) { e.Cat = Str{raw, esc, true} })
-		case "scope":
-			return s.strField(v, func(raw []byte, esc bool) { e.Scope = Str{raw, esc, true} })
-		case "bp":
-			return s.strField(v, func(raw []byte, esc bool) { e.BP = Str{raw, esc, true} })
-		case "ts", "dur":
-			n := s.value(v)
-			if n > 0 && (c == '-' || isDigit(c)) {
-				ns := micros(s.b[v:n])
+		if b[i] != '"' {
+			return s.fail(i, "expected a member name in quotes, found %s", printable(b[i]))
+		}
+		k := i
+		i = s.str(i)
+		if i < 0 {
+			return i
+		}
+		key, esc := b[k+1:i-1], s.esc
+		if i < len(b) && b[i] != ':' {
+			i = s.ws(i)
+		}
+		if i >= len(b) {
+			return s.needMore()
+		}
+		if b[i] != ':' {
+			return s.fail(i, "expected : after a member name, found %s", printable(b[i]))
+		}
+		v := i + 1
+		if v < len(b) && b[v] <= ' ' {
+			v = s.ws(v)
+		}
+		if v >= len(b) {
+			return s.needMore()
+		}
+		if esc {
+			i = s.value(v)
+		} else {
+			i = s.member(e, key, v, start)
+		}
+		if i < 0 {
+			return i
+		}
+		if i < len(b) && b[i] <= ' ' {
+			i = s.ws(i)
+		}
+		if i >= len(b) {
+			return s.needMore()
+		}
+		switch b[i] {
+		case ',':
+			i++
+			if i < len(b) && b[i] <= ' ' {
+				i = s.ws(i)
+			}
+		case '}':
+			s.depth--
+			if s.bad >= 0 {
+				e.BadUTF8 = s.bad - start
+			}
+			return i + 1
+		default:
+			return s.fail(i, "expected , or } in an object, found %s", printable(b[i]))
+		}
+	}
+}
+
+// member scans the value at v of the member key of the event that starts
+// at start, filling e.
+func (s *scanner) member(e *Event, key []byte, v, start int) int {
+	b := s.b
+	c := b[v]
+	switch string(key) {
+	case "ph":
+		if c == '"' {
+			n := s.str(v)
+			if n > 0 {
+				e.Ph = b[v+1 : n-1]
+			}
+			return n
+		}
+	case "name":
+		return s.strMember(v, &e.Name)
+	case "cat":
+		return s.strMember(v, &e.Cat)
+	case "ts", "dur":
+		if c == '-' || isDigit(c) {
+			n, ns, ok := s.number(v)
+			if n > 0 {
+				if !ok {
+					ns = micros(b[v:n])
+				}
 				if key[0] == 't' {
 					e.TS, e.HasTS, e.TSSpan = ns, true, Span{v - start, n - start}
 				} else {
@@ -348,71 +488,81 @@ func (s *scanner) event(i int, e *Event) int {
 				}
 			}
 			return n
-		case "pid", "tid":
-			n := s.value(v)
+		}
+	case "pid", "tid":
+		num := &e.Tid
+		if key[0] == 'p' {
+			num = &e.Pid
+		}
+		if c == '-' || isDigit(c) {
+			n, milli, ok := s.number(v)
 			if n > 0 {
-				num := s.idNum(v, n)
-				if key[0] == 'p' {
-					e.Pid, e.PidSpan = num, Span{v - start, n - start}
+				if ok && milli%1000 == 0 {
+					*num = Num{Kind: NumInt, Int: milli / 1000, Raw: b[v:n]}
+					num.Bounds = num.Int < 0 || num.Int > math.MaxUint32
 				} else {
-					e.Tid = num
+					*num = s.idNum(v, n)
+				}
+				if key[0] == 'p' {
+					e.PidSpan = Span{v - start, n - start}
 				}
 			}
 			return n
-		case "id":
-			n := s.value(v)
-			if n > 0 && (c == '"' || c == '-' || isDigit(c)) {
-				e.ID, e.IDLocal = s.b[v:n], false
-			}
-			return n
-		case "id2":
-			if c != '{' {
-				return s.value(v)
-			}
+		}
+		n := s.value(v)
+		if n > 0 {
+			*num = s.idNum(v, n)
+		}
+		return n
+	case "id":
+		n := s.value(v)
+		if n > 0 && (c == '"' || c == '-' || isDigit(c)) {
+			e.ID, e.IDLocal = b[v:n], false
+		}
+		return n
+	case "scope":
+		return s.strMember(v, &e.Scope)
+	case "bp":
+		return s.strMember(v, &e.BP)
+	case "id2":
+		if c == '{' {
 			return s.object(v, func(key []byte, esc bool, v int) int {
 				n := s.value(v)
 				if n > 0 && !esc && (string(key) == "local" || string(key) == "global") {
-					e.ID, e.IDLocal = s.b[v:n], key[0] == 'l'
+					e.ID, e.IDLocal = b[v:n], key[0] == 'l'
 				}
 				return n
 			})
-		case "args":
-			if c != '{' {
-				return s.value(v)
-			}
+		}
+	case "args":
+		if c == '{' {
 			return s.object(v, func(key []byte, esc bool, v int) int {
 				n := s.value(v)
 				if n > 0 {
-					a := Arg{Key: Str{key, esc, true}, Value: s.b[v:n], Span: Span{v - start, n - start}}
-					switch c := s.b[v]; {
+					a := Arg{Key: Str{key, esc, true}, Value: b[v:n], Span: Span{v - start, n - start}}
+					switch c := b[v]; {
 					case c == '-' || isDigit(c):
 						a.IsNum = true
-						a.Num, _ = strconv.ParseFloat(string(a.Value), 64)
 					case c == '"':
-						a.Str = Str{s.b[v+1 : n-1], s.esc, true}
+						a.Str = Str{b[v+1 : n-1], s.esc, true}
 					}
 					e.Args = append(e.Args, a)
 				}
 				return n
 			})
 		}
-		return s.value(v)
-	})
-	if end > 0 && s.bad >= 0 {
-		e.BadUTF8 = s.bad - start
 	}
-	return end
+	return s.value(v)
 }
 
-// strField scans the value at v and, if it is a string, passes set its
-// raw bytes.
-func (s *scanner) strField(v int, set func(raw []byte, esc bool)) int {
+// strMember scans the value at v into str if it is a string.
+func (s *scanner) strMember(v int, str *Str) int {
 	if s.b[v] != '"' {
 		return s.value(v)
 	}
 	n := s.str(v)
 	if n > 0 {
-		set(s.b[v+1:n-1], s.esc)
+		*str = Str{s.b[v+1 : n-1], s.esc, true}
 	}
 	return n
 }
@@ -425,7 +575,7 @@ func (s *scanner) idNum(v, n int) Num {
 		return Num{Kind: NumString, Str: raw[1 : len(raw)-1], Raw: raw}
 	case c == '-' || isDigit(c):
 		num := Num{Kind: NumInt, Raw: raw}
-		if i, err := strconv.ParseInt(string(raw), 10, 64); err == nil {
+		if i, ok := parseInt(raw); ok {
 			num.Int = i
 		} else {
 			f, _ := strconv.ParseFloat(string(raw), 64)
@@ -441,6 +591,29 @@ func (s *scanner) idNum(v, n int) Num {
 		return num
 	}
 	return Num{Kind: NumOther, Raw: raw}
+}
+
+// parseInt parses a JSON integer of at most 18 digits, the common case,
+// without strconv (whose string argument would be allocated).
+func parseInt(b []byte) (int64, bool) {
+	neg := b[0] == '-'
+	if neg {
+		b = b[1:]
+	}
+	if len(b) == 0 || len(b) > 18 {
+		return 0, false
+	}
+	var n int64
+	for _, c := range b {
+		if !isDigit(c) {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	if neg {
+		n = -n
+	}
+	return n, true
 }
 
 // micros converts a JSON number of microseconds to nanoseconds. The
