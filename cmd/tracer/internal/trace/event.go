@@ -105,7 +105,7 @@ type Arg struct {
 	Key   Str
 	Value []byte // as written
 	IsNum bool   // the value is a number: see Float
-	Str   Str // the value, if a string
+	Str   Str    // the value, if a string
 	Span  Span
 }
 

@@ -3,8 +3,8 @@ package trace
 import (
 	"encoding/binary"
 	"fmt"
-	"math/bits"
 	"math"
+	"math/bits"
 	"strconv"
 	"unicode/utf8"
 )
