@@ -219,8 +219,8 @@ func (s *scanner) num(i int) int {
 func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 
 // number scans the number at v, as num does, and returns its value times
-// 1000 when that is exact and fits: at most 15 digits before the point,
-// 3 after, no exponent. Timestamps in microseconds so become exact
+// 1000 when that is exact and fits an int64: at most 16 digits before the
+// point, 3 after, no exponent. Timestamps in microseconds so become exact
 // nanoseconds, in one pass.
 func (s *scanner) number(v int) (end int, milli int64, ok bool) {
 	b := s.b
@@ -230,9 +230,9 @@ func (s *scanner) number(v int) (end int, milli int64, ok bool) {
 		i++
 	}
 	d := i
-	var n int64
-	for i < len(b) && isDigit(b[i]) {
-		n = n*10 + int64(b[i]-'0')
+	var n uint64 // 19 digits fit
+	for i < len(b) && isDigit(b[i]) && i-d < 17 {
+		n = n*10 + uint64(b[i]-'0')
 		i++
 	}
 	digits := i - d
@@ -240,22 +240,25 @@ func (s *scanner) number(v int) (end int, milli int64, ok bool) {
 	if i < len(b) && b[i] == '.' {
 		i++
 		for i < len(b) && isDigit(b[i]) && frac < 4 {
-			n = n*10 + int64(b[i]-'0')
+			n = n*10 + uint64(b[i]-'0')
 			i++
 			frac++
 		}
 	}
-	if digits == 0 || digits > 15 || frac > 3 || i >= len(b) || b[i] == 'e' || b[i] == 'E' ||
+	if digits == 0 || digits > 16 || frac > 3 || i >= len(b) || isDigit(b[i]) || b[i] == 'e' || b[i] == 'E' ||
 		b[d] == '0' && digits > 1 || frac == 0 && i > d+digits {
 		return s.num(v), 0, false // the slow path, which also reports errors
 	}
 	for ; frac < 3; frac++ {
 		n *= 10
 	}
-	if neg {
-		n = -n
+	if n > math.MaxInt64 {
+		return i, 0, false
 	}
-	return i, n, true
+	if neg {
+		return i, -int64(n), true
+	}
+	return i, int64(n), true
 }
 
 // lit scans true, false or null at i.
@@ -616,35 +619,12 @@ func parseInt(b []byte) (int64, bool) {
 	return n, true
 }
 
-// micros converts a JSON number of microseconds to nanoseconds. The
-// common form, at most three decimals and no exponent, converts exactly.
+// micros converts a JSON number of microseconds to nanoseconds, exactly
+// when number can, rounded otherwise.
 func micros(b []byte) int64 {
-	neg := b[0] == '-'
-	i := 0
-	if neg {
-		i++
-	}
-	var n int64
-	digits := 0
-	for ; i < len(b) && isDigit(b[i]); i++ {
-		n = n*10 + int64(b[i]-'0')
-		digits++
-	}
-	frac := 0
-	if i < len(b) && b[i] == '.' {
-		for i++; i < len(b) && isDigit(b[i]) && frac < 3; i++ {
-			n = n*10 + int64(b[i]-'0')
-			frac++
-		}
-	}
-	if i == len(b) && digits <= 15 {
-		for ; frac < 3; frac++ {
-			n *= 10
-		}
-		if neg {
-			return -n
-		}
-		return n
+	s := scanner{b: append(b[:len(b):len(b)], ' ')}
+	if _, ns, ok := s.number(0); ok {
+		return ns
 	}
 	f, _ := strconv.ParseFloat(string(b), 64)
 	return int64(math.Round(max(min(f*1000, math.MaxInt64), math.MinInt64)))

@@ -1,0 +1,109 @@
+package trace
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// analyze runs an Analyzer over the events in text.
+func analyze(t *testing.T, text string) (*Analyzer, []Problem) {
+	t.Helper()
+	var problems []Problem
+	r := NewReader(strings.NewReader(text))
+	a := NewAnalyzer()
+	a.Stats = true
+	r.OnProblem = func(p Problem) { problems = append(problems, p) }
+	a.OnProblem = r.OnProblem
+	for {
+		ev, err := r.Next()
+		if err != nil {
+			break
+		}
+		a.Add(ev)
+	}
+	a.Finish()
+	return a, problems
+}
+
+func x(name string, ts, dur int) string {
+	return `{"name":"` + name + `","ph":"X","ts":` + itoa(ts) + `,"dur":` + itoa(dur) + `,"pid":1,"tid":1},` + "\n"
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+func names(a *Analyzer) map[string]NameStats {
+	m := map[string]NameStats{}
+	for _, n := range a.Names {
+		m[n.Name] = *n
+	}
+	return m
+}
+
+// TestSelfAndBusy computes self and busy time of one tree of slices
+// written in the three orders a file may hold: by end (the tracer
+// package), by start (other producers) and as B/E pairs.
+func TestSelfAndBusy(t *testing.T) {
+	// root [0,100] { a [10,40] { a1 [15,20] }, b [50,90] }, then c [200,210]
+	orders := map[string]string{
+		"end":   "[\n" + x("a1", 15, 5) + x("a", 10, 30) + x("b", 50, 40) + x("root", 0, 100) + x("c", 200, 10),
+		"start": "[\n" + x("root", 0, 100) + x("a", 10, 30) + x("a1", 15, 5) + x("b", 50, 40) + x("c", 200, 10),
+		"BE": "[\n" + `{"name":"root","ph":"B","ts":0,"pid":1,"tid":1},` + "\n" + x("a1", 15, 5) + x("a", 10, 30) +
+			`{"name":"b","ph":"B","ts":50,"pid":1,"tid":1},{"name":"b","ph":"E","ts":90,"pid":1,"tid":1},` + "\n" +
+			`{"name":"root","ph":"E","ts":100,"pid":1,"tid":1},` + "\n" + x("c", 200, 10),
+	}
+	for name, text := range orders {
+		t.Run(name, func(t *testing.T) {
+			a, problems := analyze(t, text)
+			require.Empty(t, problems)
+			n := names(a)
+			assert.Equal(t, int64(100_000-30_000-40_000), n["root"].Self)
+			assert.Equal(t, int64(25_000), n["a"].Self)
+			assert.Equal(t, int64(5_000), n["a1"].Self)
+			assert.Equal(t, int64(40_000), n["b"].Self)
+			assert.Equal(t, int64(100_000), n["root"].Total)
+			tracks := a.Tracks()
+			require.Len(t, tracks, 1)
+			assert.Equal(t, int64(110_000), tracks[0].Busy)
+			assert.Equal(t, int64(5), tracks[0].Slices)
+		})
+	}
+}
+
+func TestOverlap(t *testing.T) {
+	for name, text := range map[string]string{
+		"end":   "[\n" + x("a", 0, 10) + x("b", 5, 10),
+		"start": "[\n" + x("a", 0, 10) + x("b", 5, 10),
+		"child first": "[\n" + x("c", 20, 10) + x("p", 0, 25),
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, problems := analyze(t, text)
+			require.Len(t, problems, 1)
+			assert.Equal(t, KindOverlap, problems[0].Kind)
+			assert.Equal(t, 3, problems[0].Line, "the second event's line")
+		})
+	}
+}
+
+// TestFold checks that a track holding more top-level slices than it
+// keeps apart still gets self and busy time right when a slice, here the
+// E of a B, encloses them all.
+func TestFold(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("[\n" + `{"name":"life","ph":"B","ts":0,"pid":1,"tid":1},` + "\n")
+	const n = 3*maxStack + 7
+	for i := range n {
+		b.WriteString(x("job", 10+3*i, 2))
+	}
+	b.WriteString(`{"name":"life","ph":"E","ts":` + itoa(20+3*n) + `,"pid":1,"tid":1},` + "\n")
+	a, problems := analyze(t, b.String())
+	require.Empty(t, problems)
+	names := names(a)
+	assert.Equal(t, int64(n*2000), names["job"].Self)
+	assert.Equal(t, int64((20+3*n)*1000-n*2000), names["life"].Self)
+	assert.Equal(t, int64((20+3*n)*1000), a.Tracks()[0].Busy)
+	assert.LessOrEqual(t, len(a.trackList[0].stack), maxStack)
+}
