@@ -75,8 +75,8 @@ func TestSelfAndBusy(t *testing.T) {
 
 func TestOverlap(t *testing.T) {
 	for name, text := range map[string]string{
-		"end":   "[\n" + x("a", 0, 10) + x("b", 5, 10),
-		"start": "[\n" + x("a", 0, 10) + x("b", 5, 10),
+		"end":         "[\n" + x("a", 0, 10) + x("b", 5, 10),
+		"start":       "[\n" + x("a", 0, 10) + x("b", 5, 10),
 		"child first": "[\n" + x("c", 20, 10) + x("p", 0, 25),
 	} {
 		t.Run(name, func(t *testing.T) {

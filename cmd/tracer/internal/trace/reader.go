@@ -378,6 +378,9 @@ func (r *Reader) member() (*Event, bool) {
 func (r *Reader) sniff() {
 	b := r.buf[:min(len(r.buf), perfettoSniff)]
 	b = bytes.TrimLeft(b, " \t\r\n")
+	if len(b) == 0 && len(r.buf) < perfettoSniff || len(b) > 0 && b[0] != '[' && b[0] != '{' {
+		return // empty, or not JSON: a framing problem, reported as such
+	}
 	if bytes.HasPrefix(b, []byte{'['}) {
 		b = bytes.TrimLeft(b[1:], " \t\r\n")
 	}
