@@ -2,10 +2,10 @@ package trace
 
 import "math"
 
-// SketchError is the relative error of the quantiles a Sketch returns: a
-// quantile q of values x_1..x_n is reported as a value within
-// SketchError*v of v, the exact value of rank floor(q*(n-1)) in sorted
-// order.
+// SketchError is the relative error of the quantiles a Sketch returns:
+// quantile q of n values is reported as a value within SketchError*v of
+// v, the exact quantile by the nearest-rank method (the value at rank
+// ceil(q*n), from 1, in sorted order).
 const SketchError = 0.01
 
 // sketchGamma is the ratio of consecutive bucket bounds: a value in
@@ -74,7 +74,7 @@ func (s *Sketch) Quantile(q float64) int64 {
 	if q >= 1 {
 		return s.max
 	}
-	rank := uint64(q * float64(s.n-1))
+	rank := uint64(max(math.Ceil(q*float64(s.n)), 1)) - 1 // from 0
 	if rank < s.zero {
 		return min(0, s.max)
 	}
