@@ -406,11 +406,18 @@ func (s *scanner) event(i int, e *Event) int {
 			return s.fail(i, "expected a member name in quotes, found %s", printable(b[i]))
 		}
 		k := i
-		i = s.str(i)
-		if i < 0 {
-			return i
+		var key []byte
+		esc := false
+		if n := knownKey(b[i+1:]); n > 0 {
+			i += n + 2
+			key = b[k+1 : i-1]
+		} else {
+			i = s.str(i)
+			if i < 0 {
+				return i
+			}
+			key, esc = b[k+1:i-1], s.esc
 		}
-		key, esc := b[k+1:i-1], s.esc
 		if i < len(b) && b[i] != ':' {
 			i = s.ws(i)
 		}
@@ -457,6 +464,48 @@ func (s *scanner) event(i int, e *Event) int {
 			return s.fail(i, "expected , or } in an object, found %s", printable(b[i]))
 		}
 	}
+}
+
+// knownKey returns the length of the member name b starts with, closing
+// quote excluded, if it is one of the usual members of an event, or 0.
+// These need no scanning: their bytes are valid as they are.
+func knownKey(b []byte) int {
+	if len(b) < 4 {
+		return 0
+	}
+	var k string
+	switch b[0] {
+	case 'n':
+		k = "name"
+	case 'p':
+		if b[1] == 'h' {
+			k = "ph"
+		} else {
+			k = "pid"
+		}
+	case 't':
+		if b[1] == 's' {
+			k = "ts"
+		} else {
+			k = "tid"
+		}
+	case 'd':
+		k = "dur"
+	case 'c':
+		k = "cat"
+	case 'a':
+		k = "args"
+	case 'i':
+		k = "id"
+	case 's':
+		k = "s"
+	default:
+		return 0
+	}
+	if len(b) > len(k) && string(b[:len(k)]) == k && b[len(k)] == '"' {
+		return len(k)
+	}
+	return 0
 }
 
 // member scans the value at v of the member key of the event that starts

@@ -49,10 +49,11 @@ func Open(path string) (*Source, error) {
 		return nil, fmt.Errorf("%s is a directory", path)
 	}
 	s := &Source{Path: path, Size: st.Size(), f: f}
-	s.br = bufio.NewReaderSize(countingReader{s}, 1<<20)
-	magic, _ := s.br.Peek(2)
-	if len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
+	var magic [2]byte
+	if n, _ := f.ReadAt(magic[:], 0); n == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
 		s.Gzip = true
+		// The gzip reader reads byte by byte: buffer it.
+		s.br = bufio.NewReaderSize(countingReader{s}, 1<<20)
 		zr, err := gzip.NewReader(s.br)
 		if err != nil {
 			f.Close()
@@ -64,7 +65,7 @@ func Open(path string) (*Source, error) {
 		s.zr = zr
 		s.r = s
 	} else {
-		s.r = s.br
+		s.r = countingReader{s} // the Reader reads in large blocks already
 	}
 	return s, nil
 }
