@@ -299,9 +299,27 @@ func (r *Reader) element() (*Event, bool) {
 // syntaxError reports the error the scanner found in the element at
 // start and resumes at the next line.
 func (r *Reader) syntaxError(start int) {
+	// Is the rest of the file white space? Then this is a torn last line
+	// (the newline after it met inside a string, say), not bad JSON.
+	rel := r.sc.errOff - start
+	blank := func() bool {
+		rest := r.buf[r.pos+rel:]
+		next := bytes.IndexByte(rest, '\n')
+		return next < 0 || len(bytes.TrimSpace(rest[next:])) == 0
+	}
+	for !r.eof && blank() && r.fill() {
+	}
+	start, r.sc.errOff = r.pos, r.pos+rel // fill may have moved the bytes
 	line := r.line + bytes.Count(r.buf[start:r.sc.errOff], []byte{'\n'})
-	r.problem(line, KindSyntax, "invalid JSON, which the viewers refuse: %s", r.sc.errMsg)
 	next := bytes.IndexByte(r.buf[r.sc.errOff:], '\n')
+	if r.eof && blank() {
+		// Only white space follows: the last line is cut off, and its
+		// newline (or the end) came where the event should go on.
+		r.problem(r.line, KindTorn, "the file ends inside an event (torn last line, as a crash leaves it: tracer repair cuts it)")
+		r.stop()
+		return
+	}
+	r.problem(line, KindSyntax, "invalid JSON, which the viewers refuse: %s", r.sc.errMsg)
 	if next < 0 {
 		// The rest of the line may not be here yet: drop what is, and
 		// go on dropping until a newline.
