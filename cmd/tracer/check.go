@@ -64,7 +64,7 @@ func checkFile(path string, quiet bool, report func(trace.Problem)) (map[trace.K
 	if err != nil {
 		return nil, 0, fmt.Errorf("%s: %w", path, err)
 	}
-	a.Finish()
+	a.Finish(in.crashed())
 	return problems, a.Events, nil
 }
 

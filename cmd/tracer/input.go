@@ -49,4 +49,8 @@ func (in *input) each(f func(*trace.Event) error) error {
 	return nil
 }
 
+// crashed reports whether the input looks cut short by a crash: an
+// unterminated array, a torn last event or a cut gzip member.
+func (in *input) crashed() bool { return in.r.Unterminated() || in.src.Cut }
+
 func (in *input) Close() error { return in.src.Close() }

@@ -131,7 +131,7 @@ func computeStats(path string, quiet bool) (*Stats, error) {
 	if err := in.each(func(ev *trace.Event) error { a.Add(ev); return nil }); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	a.Finish()
+	a.Finish(in.crashed())
 
 	s := &Stats{File: path, Events: a.Events, Problems: problems, QuantileError: trace.SketchError}
 	if a.HasTS {

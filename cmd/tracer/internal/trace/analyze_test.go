@@ -25,7 +25,7 @@ func analyze(t *testing.T, text string) (*Analyzer, []Problem) {
 		}
 		a.Add(ev)
 	}
-	a.Finish()
+	a.Finish(false)
 	return a, problems
 }
 
@@ -106,4 +106,39 @@ func TestFold(t *testing.T) {
 	assert.Equal(t, int64((20+3*n)*1000-n*2000), names["life"].Self)
 	assert.Equal(t, int64((20+3*n)*1000), a.Tracks()[0].Busy)
 	assert.LessOrEqual(t, len(a.trackList[0].stack), maxStack)
+}
+
+// TestFlowsOfACrash checks that in a file cut short, a flow event after
+// the last slice of its track is not reported: the span around it was
+// open when the process died.
+func TestFlowsOfACrash(t *testing.T) {
+	text := "[\n" + x("a", 0, 10) +
+		`{"name":"f","ph":"s","ts":5,"pid":1,"tid":1,"id":1},` + "\n" +
+		`{"name":"f","ph":"s","ts":20,"pid":1,"tid":1,"id":2},` + "\n" +
+		`{"name":"f","ph":"s","ts":30,"pid":1,"tid":1,"id":3},` + "\n" + x("b", 25, 2)
+	for _, crashed := range []bool{false, true} {
+		var problems []Problem
+		r := NewReader(strings.NewReader(text))
+		a := NewAnalyzer()
+		a.OnProblem = func(p Problem) { problems = append(problems, p) }
+		for {
+			ev, err := r.Next()
+			if err != nil {
+				break
+			}
+			a.Add(ev)
+		}
+		require.True(t, r.Unterminated())
+		a.Finish(crashed)
+		lines := []int{}
+		for _, p := range problems {
+			assert.Equal(t, KindFlow, p.Kind)
+			lines = append(lines, p.Line)
+		}
+		if crashed {
+			assert.Equal(t, []int{4}, lines, "ts 20: between two slices")
+		} else {
+			assert.Equal(t, []int{4, 5}, lines)
+		}
+	}
 }

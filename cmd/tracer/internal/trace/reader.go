@@ -60,6 +60,7 @@ type Reader struct {
 	sc    scanner
 	ev    Event
 	end   bool // Next returned io.EOF
+	torn  bool // the input ended inside an event
 }
 
 type state uint8
@@ -271,6 +272,7 @@ func (r *Reader) element() (*Event, bool) {
 	if end < 0 {
 		if r.sc.short {
 			if r.eof {
+				r.torn = true
 				r.problem(r.line, KindTorn, "the file ends inside an event (torn last line, as a crash leaves it: tracer repair cuts it)")
 				r.stop()
 				return nil, true
@@ -299,13 +301,12 @@ func (r *Reader) element() (*Event, bool) {
 // syntaxError reports the error the scanner found in the element at
 // start and resumes at the next line.
 func (r *Reader) syntaxError(start int) {
-	// Is the rest of the file white space? Then this is a torn last line
-	// (the newline after it met inside a string, say), not bad JSON.
+	// An error at a newline with only white space after it is a torn
+	// last line (the newline met inside a string), not bad JSON.
 	rel := r.sc.errOff - start
 	blank := func() bool {
 		rest := r.buf[r.pos+rel:]
-		next := bytes.IndexByte(rest, '\n')
-		return next < 0 || len(bytes.TrimSpace(rest[next:])) == 0
+		return rest[0] == '\n' && len(bytes.TrimSpace(rest)) == 0
 	}
 	for !r.eof && blank() && r.fill() {
 	}
@@ -315,6 +316,7 @@ func (r *Reader) syntaxError(start int) {
 	if r.eof && blank() {
 		// Only white space follows: the last line is cut off, and its
 		// newline (or the end) came where the event should go on.
+		r.torn = true
 		r.problem(r.line, KindTorn, "the file ends inside an event (torn last line, as a crash leaves it: tracer repair cuts it)")
 		r.stop()
 		return
@@ -422,7 +424,7 @@ func (r *Reader) finish() {
 }
 
 // Unterminated reports whether the input ended inside the bare array,
-// with no closing ']' (as a crash leaves it).
+// with no closing ']', or inside an event: as a crash leaves it.
 func (r *Reader) Unterminated() bool {
-	return !r.obj && (r.state == stArrayFirst || r.state == stAfterElem || r.state == stAfterComma)
+	return r.torn || !r.obj && (r.state == stArrayFirst || r.state == stAfterElem || r.state == stAfterComma)
 }

@@ -216,7 +216,7 @@ func FuzzReader(f *testing.F) {
 			a.Add(ev)
 			n++
 		}
-		a.Finish()
+		a.Finish(false)
 		var arr []json.RawMessage
 		if json.Unmarshal(data, &arr) != nil {
 			return

@@ -4,7 +4,8 @@ import "math"
 
 // SketchError is the relative error of the quantiles a Sketch returns:
 // quantile q of n values is reported as a value within SketchError*v of
-// v, the exact quantile by the nearest-rank method (the value at rank
+// v (plus half a nanosecond, as it is rounded to a whole one), v the
+// exact quantile by the nearest-rank method (the value at rank
 // ceil(q*n), from 1, in sorted order).
 const SketchError = 0.01
 

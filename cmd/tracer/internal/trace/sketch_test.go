@@ -39,7 +39,7 @@ func TestSketchError(t *testing.T) {
 			for _, q := range []float64{0, 0.01, 0.25, 0.5, 0.9, 0.95, 0.99, 0.999, 1} {
 				exact := vals[max(int(math.Ceil(q*float64(len(vals)))), 1)-1]
 				got := s.Quantile(q)
-				assert.InDelta(t, float64(exact), float64(got), SketchError*float64(exact)+1e-9, "q=%v", q)
+				assert.InDelta(t, float64(exact), float64(got), SketchError*float64(exact)+0.5, "q=%v", q)
 			}
 			assert.Equal(t, uint64(len(vals)), s.Count())
 			assert.Less(t, len(s.counts), 1500, "buckets")
