@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/gotracer/tracer/cmd/tracer/internal/trace"
 	"github.com/stretchr/testify/require"
@@ -23,16 +24,30 @@ func benchFile(b *testing.B) string {
 	if path == "" {
 		path = generate(b, filepath.Join(b.TempDir(), "bench.json"), benchSize)
 	}
-	st, err := os.Stat(path)
-	require.NoError(b, err)
-	b.SetBytes(st.Size())
+	b.SetBytes(fileSize(b, path))
 	b.ResetTimer()
 	return path
+}
+
+func fileSize(b *testing.B, path string) int64 {
+	st, err := os.Stat(path)
+	require.NoError(b, err)
+	return st.Size()
+}
+
+// reportCPU reports MB of file per second of CPU time (all threads, the
+// garbage collector's included) besides the MB/s of wall time, which on a
+// machine shared with other work says more about the other work.
+func reportCPU(b *testing.B, size int64, start time.Duration) {
+	if cpu := cpuTime() - start; cpu > 0 {
+		b.ReportMetric(float64(size)*float64(b.N)/1e6/cpu.Seconds(), "MB/cpu-s")
+	}
 }
 
 // BenchmarkCheck measures tracer check on a plain file, in MB/s of file.
 func BenchmarkCheck(b *testing.B) {
 	path := benchFile(b)
+	defer reportCPU(b, fileSize(b, path), cpuTime())
 	for b.Loop() {
 		problems, _, err := checkFile(path, true, func(p trace.Problem) { b.Log(p) })
 		require.NoError(b, err)
@@ -43,6 +58,7 @@ func BenchmarkCheck(b *testing.B) {
 // BenchmarkStats measures tracer stats on a plain file, in MB/s of file.
 func BenchmarkStats(b *testing.B) {
 	path := benchFile(b)
+	defer reportCPU(b, fileSize(b, path), cpuTime())
 	for b.Loop() {
 		_, err := computeStats(path, true)
 		require.NoError(b, err)
