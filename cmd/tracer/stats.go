@@ -49,12 +49,13 @@ type SpanStats struct {
 // TrackStats are the numbers of one track (a goroutine, for the tracer
 // package): Share is Busy over the trace's duration.
 type TrackStats struct {
-	Pid    string  `json:"pid"`
-	Tid    string  `json:"tid"`
-	Name   string  `json:"name,omitempty"`
-	Slices int64   `json:"slices"`
-	Busy   int64   `json:"busy_ns"`
-	Share  float64 `json:"share"`
+	Pid     string  `json:"pid"`
+	Tid     string  `json:"tid"`
+	Process string  `json:"process,omitempty"` // the process's name
+	Name    string  `json:"name,omitempty"`    // the track's (thread's) name
+	Slices  int64   `json:"slices"`
+	Busy    int64   `json:"busy_ns"`
+	Share   float64 `json:"share"`
 }
 
 // CounterStats are the numbers of one series of a counter.
@@ -160,7 +161,7 @@ func computeStats(path string, quiet bool) (*Stats, error) {
 	}
 	slices.SortStableFunc(s.Spans, spanSorts["total"])
 	for _, t := range a.Tracks() {
-		ts := TrackStats{Pid: t.Pid, Tid: t.Tid, Name: t.Name, Slices: t.Slices, Busy: t.Busy}
+		ts := TrackStats{Pid: t.Pid, Tid: t.Tid, Process: t.Process, Name: t.Name, Slices: t.Slices, Busy: t.Busy}
 		if s.Duration > 0 {
 			ts.Share = float64(t.Busy) / float64(s.Duration)
 		}
@@ -198,9 +199,13 @@ func printStats(w io.Writer, s *Stats, top int) error {
 	tw.Flush()
 
 	fmt.Fprintf(w, "\ntracks (%d of %d, by busy time):\n", limit(len(s.Tracks)), len(s.Tracks))
-	fmt.Fprintln(tw, "pid\ttid\tslices\tbusy\tshare\t  name")
+	fmt.Fprintln(tw, "pid\ttid\tslices\tbusy\tshare\t  process: name")
 	for _, t := range s.Tracks[:limit(len(s.Tracks))] {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%.1f%%\t  %s\n", t.Pid, t.Tid, t.Slices, fmtDur(t.Busy), 100*t.Share, t.Name)
+		name := t.Name
+		if t.Process != "" {
+			name = t.Process + ": " + name
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%.1f%%\t  %s\n", t.Pid, t.Tid, t.Slices, fmtDur(t.Busy), 100*t.Share, name)
 	}
 	tw.Flush()
 

@@ -48,8 +48,8 @@ func TestStatsHandMade(t *testing.T) {
 		{Name: "parent", Count: 1, Total: us(90), Self: us(30), Mean: us(90), P50: us(90), P95: us(90), P99: us(90), Max: us(90)},
 	}, roundQuantiles(s.Spans))
 	assert.Equal(t, []TrackStats{
-		{Pid: "1", Tid: "3", Slices: 2, Busy: us(100), Share: 0.5},
-		{Pid: "1", Tid: "2", Name: "worker", Slices: 3, Busy: us(90), Share: 0.45},
+		{Pid: "1", Tid: "3", Process: "p", Slices: 2, Busy: us(100), Share: 0.5},
+		{Pid: "1", Tid: "2", Process: "p", Name: "worker", Slices: 3, Busy: us(90), Share: 0.45},
 	}, s.Tracks)
 	assert.Contains(t, s.Counters, CounterStats{Pid: "1", Name: "mem", Key: "heap", Samples: 2, Min: 10, Mean: 20, Max: 30})
 

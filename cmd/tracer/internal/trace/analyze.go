@@ -85,7 +85,8 @@ type Process struct {
 // A TrackStats are the numbers of one track.
 type TrackStats struct {
 	Pid, Tid    string
-	Name        string
+	Process     string // the process's name
+	Name        string // the thread's name
 	Slices      int64
 	Busy        int64
 	First, Last int64
@@ -442,7 +443,11 @@ func (a *Analyzer) Tracks() []TrackStats {
 		if t.slices == 0 {
 			continue
 		}
-		ts = append(ts, TrackStats{Pid: pidString(t.pid), Tid: pidString(t.tid), Name: t.name, Slices: t.slices, Busy: t.busy, First: t.first, Last: t.last})
+		process := ""
+		if p := a.procIdx[a.numKey(t.pid)]; p != nil {
+			process = p.Name
+		}
+		ts = append(ts, TrackStats{Pid: pidString(t.pid), Tid: pidString(t.tid), Process: process, Name: t.name, Slices: t.slices, Busy: t.busy, First: t.first, Last: t.last})
 	}
 	return ts
 }
