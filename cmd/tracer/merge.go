@@ -216,7 +216,7 @@ func (m *merger) merge(f *mergeFile) error {
 	var skipped int
 	in, err := openInput(f.path, m.quiet, func(p trace.Problem) {
 		switch p.Kind {
-		case trace.KindSyntax, trace.KindTorn, trace.KindGzip, trace.KindTooLarge:
+		case trace.KindSyntax, trace.KindTorn, trace.KindGzip:
 			skipped++
 			fmt.Fprintf(m.report, "%s:%d: skipped: %s\n", f.path, p.Line, p.Msg)
 		}

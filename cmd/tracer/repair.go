@@ -65,7 +65,7 @@ func repair(path, dst string, closeOpen, inPlace, quiet bool, stdout, report io.
 	var dropped, fixed int
 	in, err := openInput(path, quiet, func(p trace.Problem) {
 		switch p.Kind {
-		case trace.KindSyntax, trace.KindTorn, trace.KindTooLarge:
+		case trace.KindSyntax, trace.KindTorn:
 			dropped++
 			fmt.Fprintf(report, "%s:%d: dropped: %s\n", path, p.Line, p.Msg)
 		case trace.KindGzip:

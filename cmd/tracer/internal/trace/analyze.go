@@ -84,12 +84,11 @@ type Process struct {
 
 // A TrackStats are the numbers of one track.
 type TrackStats struct {
-	Pid, Tid    string
-	Process     string // the process's name
-	Name        string // the thread's name
-	Slices      int64
-	Busy        int64
-	First, Last int64
+	Pid, Tid string
+	Process  string // the process's name
+	Name     string // the thread's name
+	Slices   int64
+	Busy     int64
 }
 
 type trackKey struct{ pid, tid int64 }
@@ -292,8 +291,11 @@ func (a *Analyzer) asyncEvent(e *Event, ph byte) {
 		a.problem(e.Line, KindAsync, "an async %c event without id or id2", ph)
 		return
 	}
-	// Matched by category and id; an id2.local is the process's own.
+	// Matched by category, scope and id, as catapult does; an id2.local
+	// is the process's own.
 	k := append(a.asyncKey[:0], e.Cat.Raw...)
+	k = append(k, 0)
+	k = append(k, e.Scope.Raw...)
 	k = append(k, 0)
 	k = append(k, e.ID...)
 	if e.IDLocal {
@@ -447,7 +449,7 @@ func (a *Analyzer) Tracks() []TrackStats {
 		if p := a.procIdx[a.numKey(t.pid)]; p != nil {
 			process = p.Name
 		}
-		ts = append(ts, TrackStats{Pid: pidString(t.pid), Tid: pidString(t.tid), Process: process, Name: t.name, Slices: t.slices, Busy: t.busy, First: t.first, Last: t.last})
+		ts = append(ts, TrackStats{Pid: pidString(t.pid), Tid: pidString(t.tid), Process: process, Name: t.name, Slices: t.slices, Busy: t.busy})
 	}
 	return ts
 }

@@ -22,7 +22,6 @@ import (
 type Event struct {
 	Raw  []byte // the event's JSON text, from '{' to '}'
 	Line int    // the line the event starts on, from 1
-	Off  int64  // the offset of Raw in the (uncompressed) input
 
 	Ph   []byte // the phase, as written (normally one byte)
 	Name Str

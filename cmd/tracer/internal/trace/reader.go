@@ -20,14 +20,13 @@ type Kind string
 // The kinds of problems the Reader reports. Check adds the kinds of
 // problems that need the events' meaning (see Kind* in check.go).
 const (
-	KindSyntax   Kind = "syntax"    // an event that is not valid JSON
-	KindTorn     Kind = "torn"      // the file ends inside an event
-	KindFraming  Kind = "framing"   // the array around the events
-	KindUTF8     Kind = "utf8"      // invalid UTF-8 in a string
-	KindDetect   Kind = "detect"    // Perfetto would not recognise the file as JSON
-	KindGzip     Kind = "gzip"      // a cut or damaged gzip stream
-	KindMembers  Kind = "members"   // several gzip members: chrome://tracing reads the first
-	KindTooLarge Kind = "too-large" // an event larger than the reader takes
+	KindSyntax  Kind = "syntax"  // an event that is not valid JSON
+	KindTorn    Kind = "torn"    // the file ends inside an event
+	KindFraming Kind = "framing" // the array around the events
+	KindUTF8    Kind = "utf8"    // invalid UTF-8 in a string
+	KindDetect  Kind = "detect"  // Perfetto would not recognise the file as JSON
+	KindGzip    Kind = "gzip"    // a cut or damaged gzip stream
+	KindMembers Kind = "members" // several gzip members: chrome://tracing reads the first
 )
 
 // maxEvent is the largest event the Reader takes, uncompressed. An event
@@ -49,9 +48,8 @@ type Reader struct {
 
 	r     io.Reader
 	buf   []byte
-	pos   int   // next byte to scan in buf
-	base  int64 // input offset of buf[0]
-	line  int   // line of buf[pos]
+	pos   int // next byte to scan in buf
+	line  int // line of buf[pos]
 	eof   bool
 	err   error // a read error other than io.EOF
 	state state
@@ -98,7 +96,6 @@ func (r *Reader) fill() bool {
 	}
 	if r.pos > 0 {
 		n := copy(r.buf[:cap(r.buf)], r.buf[r.pos:])
-		r.base += int64(r.pos)
 		r.buf, r.pos = r.buf[:n], 0
 	}
 	if len(r.buf) == cap(r.buf) {
@@ -291,7 +288,7 @@ func (r *Reader) element() (*Event, bool) {
 		return nil, true
 	}
 	ev := &r.ev
-	ev.Raw, ev.Line, ev.Off = r.buf[start:end], line, r.base+int64(start)
+	ev.Raw, ev.Line = r.buf[start:end], line
 	if ev.BadUTF8 >= 0 {
 		r.problem(line, KindUTF8, "invalid UTF-8 in a string (shown as U+FFFD)")
 	}

@@ -14,8 +14,8 @@ const SketchError = 0.01
 // 2*gamma^i/(gamma+1), which is within SketchError of every value in the
 // bucket (the DDSketch construction, Masson et al., VLDB 2019).
 var (
-	sketchGamma   = (1 + SketchError) / (1 - SketchError)
-	sketchLogGama = math.Log(sketchGamma)
+	sketchGamma    = (1 + SketchError) / (1 - SketchError)
+	sketchLogGamma = math.Log(sketchGamma)
 )
 
 // A Sketch summarises a stream of non-negative durations in nanoseconds
@@ -44,7 +44,7 @@ func (s *Sketch) Add(v int64) {
 		s.zero++
 		return
 	}
-	i := int(math.Ceil(math.Log(float64(v)) / sketchLogGama))
+	i := int(math.Ceil(math.Log(float64(v)) / sketchLogGamma))
 	switch {
 	case len(s.counts) == 0:
 		s.counts = make([]uint64, 1, 16)

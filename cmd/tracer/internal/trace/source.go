@@ -13,7 +13,6 @@ import (
 // A Source is an opened trace file: plain or gzip, which it tells apart
 // by the gzip magic number, not by the name.
 type Source struct {
-	Path string
 	Size int64 // bytes in the file, compressed or not
 	Gzip bool
 
@@ -48,7 +47,7 @@ func Open(path string) (*Source, error) {
 		f.Close()
 		return nil, fmt.Errorf("%s is a directory", path)
 	}
-	s := &Source{Path: path, Size: st.Size(), f: f}
+	s := &Source{Size: st.Size(), f: f}
 	var magic [2]byte
 	if n, _ := f.ReadAt(magic[:], 0); n == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
 		s.Gzip = true

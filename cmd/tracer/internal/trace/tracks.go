@@ -67,18 +67,13 @@ type track struct {
 	pending  []pendingFlow
 	busy     int64
 	slices   int64
-	first    int64 // earliest start
 	last     int64 // latest end
-	folded   bool
 }
 
 // add records the completed slice [s, e) named name (an index in
 // a.names) on t, found at line, and returns a problem, if any.
 func (a *Analyzer) add(t *track, s, e int64, name int32, line int) {
 	dur := e - s
-	if t.slices == 0 || s < t.first {
-		t.first = s
-	}
 	if t.slices == 0 || e > t.last {
 		t.last = e
 	}
@@ -130,7 +125,6 @@ func (a *Analyzer) add(t *track, s, e int64, name int32, line int) {
 	st = append(st, slice{start: s, end: e, maxEnd: maxEnd, sum: dur, name: name, line: int32(line)})
 	if len(st) > maxStack {
 		st = fold(st)
-		t.folded = true
 	}
 	t.stack = st
 	a.resolveFlows(t, s, e)
