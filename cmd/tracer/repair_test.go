@@ -124,6 +124,12 @@ func importers(t *testing.T, files ...string) {
 	if _, err := os.Stat(filepath.Join(dir, "node_modules", "playwright-core")); err != nil {
 		t.Skipf("the importers are not set up (%v): run %s/setup", err, dir)
 	}
+	if err := exec.Command(filepath.Join(dir, "perfetto", "trace_processor_shell"), "--version").Run(); err != nil {
+		t.Skipf("trace_processor_shell does not run (%v): run %s/setup", err, dir)
+	}
+	if _, err := exec.LookPath("chromium"); err != nil {
+		t.Skipf("no chromium for catapult-check (%v): run %s/setup", err, dir)
+	}
 	type result struct {
 		File     string `json:"file"`
 		OK       bool   `json:"ok"`
