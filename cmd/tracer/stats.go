@@ -133,6 +133,9 @@ func computeStats(path string, quiet bool) (*Stats, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	a.Finish(in.crashed())
+	if a.Events == 0 && problems > 0 {
+		return nil, fmt.Errorf("%s: no events read, and %d problems: run tracer check", path, problems)
+	}
 
 	s := &Stats{File: path, Events: a.Events, Problems: problems, QuantileError: trace.SketchError}
 	if a.HasTS {

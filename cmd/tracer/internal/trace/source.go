@@ -56,7 +56,7 @@ func Open(path string) (*Source, error) {
 		zr, err := gzip.NewReader(s.br)
 		if err != nil {
 			f.Close()
-			return nil, fmt.Errorf("%s: %w", path, err)
+			return nil, fmt.Errorf("%s: not a readable gzip file: %w", path, err)
 		}
 		// Member by member, to count them and to tell a cut member from
 		// the end of the file.
