@@ -230,26 +230,37 @@ func (s *scanner) number(v int) (end int, milli int64, ok bool) {
 		i++
 	}
 	d := i
-	var n uint64 // 19 digits fit
-	for i < len(b) && isDigit(b[i]) && i-d < 17 {
-		n = n*10 + uint64(b[i]-'0')
-		i++
+	var n uint64 // wraps past 19 digits, but then the slow path takes over
+	for ; i < len(b); i++ {
+		c := b[i] - '0'
+		if c > 9 {
+			break
+		}
+		n = n*10 + uint64(c)
 	}
 	digits := i - d
 	frac := 0
 	if i < len(b) && b[i] == '.' {
 		i++
-		for i < len(b) && isDigit(b[i]) && frac < 4 {
-			n = n*10 + uint64(b[i]-'0')
-			i++
+		for ; i < len(b); i++ {
+			c := b[i] - '0'
+			if c > 9 {
+				break
+			}
+			n = n*10 + uint64(c)
 			frac++
 		}
 	}
-	if digits == 0 || digits > 16 || frac > 3 || i >= len(b) || isDigit(b[i]) || b[i] == 'e' || b[i] == 'E' ||
-		b[d] == '0' && digits > 1 || frac == 0 && i > d+digits {
+	if digits == 0 || digits > 16 || frac > 3 || frac == 0 && i > d+digits || i >= len(b) ||
+		b[i] == 'e' || b[i] == 'E' || b[d] == '0' && digits > 1 {
 		return s.num(v), 0, false // the slow path, which also reports errors
 	}
-	for ; frac < 3; frac++ {
+	switch frac {
+	case 0:
+		n *= 1000
+	case 1:
+		n *= 100
+	case 2:
 		n *= 10
 	}
 	if n > math.MaxInt64 {
@@ -406,17 +417,19 @@ func (s *scanner) event(i int, e *Event) int {
 			return s.fail(i, "expected a member name in quotes, found %s", printable(b[i]))
 		}
 		k := i
-		var key []byte
 		esc := false
-		if n := knownKey(b[i+1:]); n > 0 {
+		n, code := knownKey(b[i+1:])
+		if n > 0 {
 			i += n + 2
-			key = b[k+1 : i-1]
 		} else {
 			i = s.str(i)
 			if i < 0 {
 				return i
 			}
-			key, esc = b[k+1:i-1], s.esc
+			esc = s.esc
+			if !esc {
+				code = keyCodes[string(b[k+1:i-1])]
+			}
 		}
 		if i < len(b) && b[i] != ':' {
 			i = s.ws(i)
@@ -435,9 +448,9 @@ func (s *scanner) event(i int, e *Event) int {
 			return s.needMore()
 		}
 		if esc {
-			i = s.value(v)
+			i = s.value(v) // not a member name the viewers know
 		} else {
-			i = s.member(e, key, v, start)
+			i = s.member(e, code, v, start)
 		}
 		if i < 0 {
 			return i
@@ -466,55 +479,73 @@ func (s *scanner) event(i int, e *Event) int {
 	}
 }
 
+// A keyCode names a member of an event the scanner reads.
+type keyCode uint8
+
+const (
+	keyOther keyCode = iota
+	keyPh
+	keyName
+	keyCat
+	keyTS
+	keyDur
+	keyPid
+	keyTid
+	keyID
+	keyID2
+	keyArgs
+	keyScope
+	keyBP
+)
+
+var keyCodes = map[string]keyCode{
+	"ph": keyPh, "name": keyName, "cat": keyCat, "ts": keyTS, "dur": keyDur, "pid": keyPid, "tid": keyTid,
+	"id": keyID, "id2": keyID2, "args": keyArgs, "scope": keyScope, "bp": keyBP,
+}
+
+// A keyWord matches a member name and its closing quote in the first
+// eight bytes of the text after the opening quote.
+type keyWord struct {
+	mask, word uint64
+	n          int
+	code       keyCode
+}
+
+// keyWords holds, by first byte, the usual member names of an event.
+var keyWords = func() (t [256][]keyWord) {
+	for _, k := range []string{"name", "ph", "ts", "pid", "tid", "dur", "cat", "args", "id", "s"} {
+		var w [8]byte
+		copy(w[:], k+`"`)
+		mask := uint64(1)<<(8*(len(k)+1)) - 1
+		t[k[0]] = append(t[k[0]], keyWord{mask, binary.LittleEndian.Uint64(w[:]), len(k), keyCodes[k]})
+	}
+	return t
+}()
+
 // knownKey returns the length of the member name b starts with, closing
-// quote excluded, if it is one of the usual members of an event, or 0.
-// These need no scanning: their bytes are valid as they are.
-func knownKey(b []byte) int {
-	if len(b) < 4 {
-		return 0
+// quote excluded, and its code, if it is one of the usual members of an
+// event; 0 otherwise. These need no scanning: their bytes are valid as
+// they are.
+func knownKey(b []byte) (int, keyCode) {
+	if len(b) < 8 {
+		return 0, keyOther
 	}
-	var k string
-	switch b[0] {
-	case 'n':
-		k = "name"
-	case 'p':
-		if b[1] == 'h' {
-			k = "ph"
-		} else {
-			k = "pid"
+	w := binary.LittleEndian.Uint64(b)
+	for _, k := range keyWords[b[0]] {
+		if w&k.mask == k.word {
+			return k.n, k.code
 		}
-	case 't':
-		if b[1] == 's' {
-			k = "ts"
-		} else {
-			k = "tid"
-		}
-	case 'd':
-		k = "dur"
-	case 'c':
-		k = "cat"
-	case 'a':
-		k = "args"
-	case 'i':
-		k = "id"
-	case 's':
-		k = "s"
-	default:
-		return 0
 	}
-	if len(b) > len(k) && string(b[:len(k)]) == k && b[len(k)] == '"' {
-		return len(k)
-	}
-	return 0
+	return 0, keyOther
 }
 
 // member scans the value at v of the member key of the event that starts
 // at start, filling e.
-func (s *scanner) member(e *Event, key []byte, v, start int) int {
+func (s *scanner) member(e *Event, key keyCode, v, start int) int {
 	b := s.b
 	c := b[v]
-	switch string(key) {
-	case "ph":
+	switch key {
+	case keyPh:
 		if c == '"' {
 			n := s.str(v)
 			if n > 0 {
@@ -522,18 +553,18 @@ func (s *scanner) member(e *Event, key []byte, v, start int) int {
 			}
 			return n
 		}
-	case "name":
+	case keyName:
 		return s.strMember(v, &e.Name)
-	case "cat":
+	case keyCat:
 		return s.strMember(v, &e.Cat)
-	case "ts", "dur":
+	case keyTS, keyDur:
 		if c == '-' || isDigit(c) {
 			n, ns, ok := s.number(v)
 			if n > 0 {
 				if !ok {
 					ns = micros(b[v:n])
 				}
-				if key[0] == 't' {
+				if key == keyTS {
 					e.TS, e.HasTS, e.TSSpan = ns, true, Span{v - start, n - start}
 				} else {
 					e.Dur, e.HasDur = ns, true
@@ -541,9 +572,9 @@ func (s *scanner) member(e *Event, key []byte, v, start int) int {
 			}
 			return n
 		}
-	case "pid", "tid":
+	case keyPid, keyTid:
 		num := &e.Tid
-		if key[0] == 'p' {
+		if key == keyPid {
 			num = &e.Pid
 		}
 		if c == '-' || isDigit(c) {
@@ -555,7 +586,7 @@ func (s *scanner) member(e *Event, key []byte, v, start int) int {
 				} else {
 					*num = s.idNum(v, n)
 				}
-				if key[0] == 'p' {
+				if key == keyPid {
 					e.PidSpan = Span{v - start, n - start}
 				}
 			}
@@ -566,17 +597,17 @@ func (s *scanner) member(e *Event, key []byte, v, start int) int {
 			*num = s.idNum(v, n)
 		}
 		return n
-	case "id":
+	case keyID:
 		n := s.value(v)
 		if n > 0 && (c == '"' || c == '-' || isDigit(c)) {
 			e.ID, e.IDLocal = b[v:n], false
 		}
 		return n
-	case "scope":
+	case keyScope:
 		return s.strMember(v, &e.Scope)
-	case "bp":
+	case keyBP:
 		return s.strMember(v, &e.BP)
-	case "id2":
+	case keyID2:
 		if c == '{' {
 			return s.object(v, func(key []byte, esc bool, v int) int {
 				n := s.value(v)
@@ -586,7 +617,7 @@ func (s *scanner) member(e *Event, key []byte, v, start int) int {
 				return n
 			})
 		}
-	case "args":
+	case keyArgs:
 		if c == '{' {
 			return s.object(v, func(key []byte, esc bool, v int) int {
 				n := s.value(v)
