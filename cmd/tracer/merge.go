@@ -75,7 +75,7 @@ func runMerge(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	m := &merger{out: o, base: base, report: report, quiet: *quiet, used: map[int64]string{}, next: remapBase, open: map[string][]openB{}}
+	m := &merger{out: o, base: base, report: report, quiet: *quiet, used: map[int64]string{}, assigned: map[string]int64{}, next: remapBase, open: map[string][]openB{}}
 	for _, f := range files {
 		if err := m.merge(f); err != nil {
 			o.Abort()
@@ -191,8 +191,9 @@ type merger struct {
 	report io.Writer
 	quiet  bool
 
-	used map[int64]string // output pid -> the group using it
-	next int64            // the next pid to remap to
+	used     map[int64]string // output pid -> the group using it
+	assigned map[string]int64 // group -> its output pid
+	next     int64            // the next pid to remap to
 
 	// Per group and tid, the B events not yet ended; carried holds, at
 	// the start of a file, those its group's earlier file left open,
@@ -242,7 +243,8 @@ func (m *merger) merge(f *mergeFile) error {
 	return nil
 }
 
-// pidFor returns the output pid of the file's pid.
+// pidFor returns the output pid of the file's pid, and whether this is
+// the first time the process is seen.
 func (m *merger) pidFor(f *mergeFile, pid int64, pids map[int64]int64) (out int64, isNew bool) {
 	if out, ok := pids[pid]; ok {
 		return out, false
@@ -251,20 +253,25 @@ func (m *merger) pidFor(f *mergeFile, pid int64, pids map[int64]int64) (out int6
 	if !f.hasAnchor || pid != f.pid {
 		group = fmt.Sprintf("%s pid %d", f.path, pid)
 	}
-	out = pid
-	if g, ok := m.used[pid]; ok && g != group {
-		for {
-			out = m.next
-			m.next++
-			if _, ok := m.used[out]; !ok {
-				break
+	// The files of a rotated set are one process: one pid.
+	out, seen := m.assigned[group]
+	if !seen {
+		out = pid
+		if g, ok := m.used[pid]; ok && g != group {
+			for {
+				out = m.next
+				m.next++
+				if _, ok := m.used[out]; !ok {
+					break
+				}
 			}
+			fmt.Fprintf(m.report, "%s: pid %d is another file's too: it becomes pid %d\n", f.path, pid, out)
 		}
-		fmt.Fprintf(m.report, "%s: pid %d is another file's too: it becomes pid %d\n", f.path, pid, out)
+		m.used[out] = group
+		m.assigned[group] = out
 	}
-	m.used[out] = group
 	pids[pid] = out
-	return out, true
+	return out, !seen
 }
 
 // event writes ev, from f, shifted in time and with its pid remapped.

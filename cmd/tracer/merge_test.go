@@ -117,9 +117,12 @@ func TestMergeProcesses(t *testing.T) {
 
 // TestMergeRotated merges the files of a rotated trace, with a span open
 // across every rotation: its B event, which each new file repeats at its
-// top, is in the merged trace once.
+// top, is in the merged trace once. Another trace of the same process,
+// given first, keeps the pid: the rotated files all get one new pid.
 func TestMergeRotated(t *testing.T) {
 	dir := t.TempDir()
+	other := filepath.Join(dir, "other.json")
+	record(t, other, "elsewhere")
 	path := filepath.Join(dir, "rot.json")
 	tr, err := tracer.New(path, tracer.WithMaxFileSize(16<<10))
 	require.NoError(t, err)
@@ -140,12 +143,20 @@ func TestMergeRotated(t *testing.T) {
 	require.Equal(t, len(files), begins, "every file repeats the open B")
 
 	out := filepath.Join(dir, "merged.json")
-	code, _, stderr := runCmd(append([]string{"merge", "-o", out}, files...)...)
+	code, _, stderr := runCmd(append([]string{"merge", "-o", out, other}, files...)...)
 	require.Equal(t, 0, code, stderr)
 	merged := strictEvents(t, out)
 	assert.Equal(t, 1, count(merged, "B", "whole run"))
 	assert.Equal(t, 1, count(merged, "E", "whole run"))
-	assert.Len(t, merged, len(all)-(begins-1))
+	otherEvents := strictEvents(t, other)
+	assert.Len(t, merged, len(otherEvents)+len(all)-(begins-1))
+	pid, _ := anchorOf(t, other)
+	for _, e := range merged[len(otherEvents):] {
+		if p, ok := e["pid"]; ok {
+			require.Equal(t, float64(remapBase), p, "%v", e)
+		}
+	}
+	assert.Equal(t, pid, merged[0]["pid"])
 	code, stdout, _ := runCmd("check", out)
 	assert.Equal(t, 0, code, stdout)
 }
