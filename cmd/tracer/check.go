@@ -27,7 +27,10 @@ func runCheck(args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintf(stdout, "%s:%d: %s\n", path, p.Line, p.Msg)
 		})
 		if err != nil {
-			return err
+			// Go on with the other files; the status says it failed.
+			fmt.Fprintf(stderr, "tracer check: %v\n", err)
+			bad = true
+			continue
 		}
 		if len(problems) == 0 {
 			fmt.Fprintf(stdout, "%s: ok, %d events\n", path, events)

@@ -135,6 +135,7 @@ func TestUsage(t *testing.T) {
 		{[]string{"check"}, 2, "no file to check"},
 		{[]string{"check", "-x", good}, 2, "flag provided but not defined"},
 		{[]string{"check", filepath.Join(dir, "missing.json")}, 1, "no such file"},
+		{[]string{"check", filepath.Join(dir, "missing.json"), good}, 1, "missing.json: no such file"},
 		{[]string{"check", dir}, 1, "is a directory"},
 		{[]string{"check", writeFile(t, dir, "cut.gz", "\x1f\x8b\x08")}, 1, "cut.gz: not a readable gzip file: unexpected EOF"},
 		{[]string{"stats", writeFile(t, dir, "bin", "\xc3\x28garbage")}, 1, "no events read, and 1 problems: run tracer check"},

@@ -28,7 +28,9 @@ package trace
 // past maxStack entries the oldest are folded into one summary entry
 // that keeps their extent and total duration: a later slice that contains
 // them all still gets its self and busy time right; one that begins among
-// them is not checked for overlap with them.
+// them is not checked for overlap with them. A track whose slices come in
+// neither order is checked against the stack as it stands: no overlap is
+// made up, but some can go unreported.
 
 // maxStack is the most slices a track keeps apart; see above.
 const maxStack = 4096
