@@ -100,8 +100,9 @@ func (a *Analyzer) add(t *track, s, e int64, name int32, line int) {
 		case p.name < 0:
 			// Among folded slices: not checked.
 		case p.start >= s:
-			// p starts after s and ends after e (else it was collapsed).
-			if p.start < e {
+			// p starts inside [s, e): an overlap if it ends after e (in
+			// either order it does, or it would have been collapsed).
+			if p.start < e && p.end > e {
 				a.overlap(t, line, name, s, e, p)
 			}
 		case p.end < e:
