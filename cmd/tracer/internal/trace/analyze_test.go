@@ -1,6 +1,10 @@
 package trace
 
 import (
+	"cmp"
+	"fmt"
+	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -139,6 +143,89 @@ func TestFlowsOfACrash(t *testing.T) {
 			assert.Equal(t, []int{4}, lines, "ts 20: between two slices")
 		} else {
 			assert.Equal(t, []int{4, 5}, lines)
+		}
+	}
+}
+
+// TestNestingRandom checks the nesting logic on random trees of slices,
+// written in end order and in start order (no problem, and self and busy
+// time as worked out from the tree), and on random slices in random order
+// (every overlap reported is one).
+func TestNestingRandom(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	type iv struct{ s, e int }
+	for round := range 200 {
+		// A random tree: children split their parent's time.
+		var tree []iv
+		self := map[int]int{}
+		var grow func(s, e, depth int)
+		grow = func(s, e, depth int) {
+			i := len(tree)
+			tree = append(tree, iv{s, e})
+			self[i] = e - s
+			for at := s; depth < 4 && at < e-2; {
+				cs := at + rng.IntN(max(1, (e-at)/2))
+				ce := cs + 1 + rng.IntN(max(1, e-cs-1))
+				if ce > e || cs >= ce {
+					break
+				}
+				self[i] -= ce - cs
+				grow(cs, ce, depth+1)
+				at = ce
+			}
+		}
+		busy := 0
+		for at := 0; at < 1000; at += 1 + rng.IntN(50) {
+			e := at + 1 + rng.IntN(100)
+			grow(at, e, 0)
+			busy += e - at
+			at = e
+		}
+		for _, order := range []string{"end", "start"} {
+			idx := make([]int, len(tree))
+			for i := range idx {
+				idx[i] = i
+			}
+			slices.SortStableFunc(idx, func(a, b int) int {
+				x, y := tree[a], tree[b]
+				if order == "end" {
+					return cmp.Or(cmp.Compare(x.e, y.e), cmp.Compare(y.s, x.s))
+				}
+				return cmp.Or(cmp.Compare(x.s, y.s), cmp.Compare(y.e, x.e))
+			})
+			var b strings.Builder
+			b.WriteString("[\n")
+			for _, i := range idx {
+				b.WriteString(x("n"+strconv.Itoa(i), tree[i].s, tree[i].e-tree[i].s))
+			}
+			a, problems := analyze(t, b.String())
+			require.Empty(t, problems, "round %d, %s order", round, order)
+			got := names(a)
+			for i := range tree {
+				require.Equal(t, int64(self[i])*1000, got["n"+strconv.Itoa(i)].Self, "round %d, %s order, slice %d", round, order, i)
+			}
+			require.Equal(t, int64(busy)*1000, a.Tracks()[0].Busy, "round %d, %s order", round, order)
+		}
+
+		// Random slices in random order: what is reported is true.
+		var ivs []iv
+		var b strings.Builder
+		b.WriteString("[\n")
+		for i := range 30 {
+			s := rng.IntN(100)
+			ivs = append(ivs, iv{s, s + 1 + rng.IntN(30)})
+			b.WriteString(x("r"+strconv.Itoa(i), ivs[i].s, ivs[i].e-ivs[i].s))
+		}
+		_, problems := analyze(t, b.String())
+		for _, p := range problems {
+			require.Equal(t, KindOverlap, p.Kind)
+			i := p.Line - 2
+			var other int
+			_, err := fmt.Sscanf(p.Msg[strings.Index(p.Msg, "(line ")+len("(line "):], "%d", &other)
+			require.NoError(t, err)
+			u, v := ivs[i], ivs[other-2]
+			partial := u.s < v.s && v.s < u.e && u.e < v.e || v.s < u.s && u.s < v.e && v.e < u.e
+			require.True(t, partial, "round %d: %v and %v reported: %s", round, u, v, p.Msg)
 		}
 	}
 }

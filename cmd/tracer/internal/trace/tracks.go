@@ -99,20 +99,18 @@ func (a *Analyzer) add(t *track, s, e int64, name int32, line int) {
 		switch {
 		case p.name < 0:
 			// Among folded slices: not checked.
-		case p.start >= s:
-			// p starts inside [s, e): an overlap if it ends after e (in
-			// either order it does, or it would have been collapsed).
-			if p.start < e && p.end > e {
-				a.overlap(t, line, name, s, e, p)
-			}
-		case p.end < e:
-			a.overlap(t, line, name, s, e, p)
-		default:
+		case p.start <= s && e <= p.end:
 			// p contains [s, e): a child, in start order. The slices
 			// above p ended before s: p's children, already counted.
 			inside = true
 			a.subSelf(p.name, dur)
 			st = st[:j+1]
+		case p.start < s:
+			// p began before s and ends inside (s, e).
+			a.overlap(t, line, name, s, e, p)
+		case p.start < e && p.end > e:
+			// p begins inside [s, e) and ends after it.
+			a.overlap(t, line, name, s, e, p)
 		}
 	}
 	a.addSelf(name, dur-child)
