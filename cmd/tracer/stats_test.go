@@ -29,6 +29,7 @@ func TestStatsHandMade(t *testing.T) {
 {"name":"open","ph":"E","ts":200,"pid":1,"tid":3},
 {"name":"mem","ph":"C","ts":50,"pid":1,"args":{"heap":10,"stack":1}},
 {"name":"mem","ph":"C","ts":60,"pid":1,"args":{"heap":30,"stack":1}},
+{"name":"huge","ph":"C","ts":60,"pid":1,"args":{"v":-1e999}},
 {"name":"tracer.dropped","ph":"C","ts":200,"pid":1,"args":{"events":12}}
 ]`)
 	code, stdout, stderr := runCmd("stats", "-json", path)
@@ -36,7 +37,7 @@ func TestStatsHandMade(t *testing.T) {
 	var s Stats
 	require.NoError(t, json.Unmarshal([]byte(stdout), &s))
 	us := func(n int64) int64 { return n * 1000 }
-	assert.Equal(t, int64(12), s.Events)
+	assert.Equal(t, int64(13), s.Events)
 	assert.Zero(t, s.Problems)
 	assert.Equal(t, int64(0), s.Start)
 	assert.Equal(t, us(200), s.End)
@@ -52,6 +53,7 @@ func TestStatsHandMade(t *testing.T) {
 		{Pid: "1", Tid: "2", Process: "p", Name: "worker", Slices: 3, Busy: us(90), Share: 0.45},
 	}, s.Tracks)
 	assert.Contains(t, s.Counters, CounterStats{Pid: "1", Name: "mem", Key: "heap", Samples: 2, Min: 10, Mean: 20, Max: 30})
+	assert.Contains(t, s.Counters, CounterStats{Pid: "1", Name: "huge", Key: "v", Samples: 1, Min: -math.MaxFloat64, Mean: -math.MaxFloat64, Max: -math.MaxFloat64})
 
 	// The table, sorted and cut.
 	code, stdout, _ = runCmd("stats", "-sort", "self", "-top", "1", path)

@@ -13,6 +13,7 @@ package trace
 
 import (
 	"bytes"
+	"math"
 	"strconv"
 	"unicode/utf8"
 )
@@ -108,9 +109,13 @@ type Arg struct {
 	Span  Span
 }
 
-// Float returns the value of a number.
+// Float returns the value of a number; one beyond the range of a float64
+// (1e999) is the largest float64 of its sign, which JSON can still hold.
 func (a *Arg) Float() float64 {
 	f, _ := strconv.ParseFloat(string(a.Value), 64)
+	if math.IsInf(f, 0) {
+		f = math.Copysign(math.MaxFloat64, f)
+	}
 	return f
 }
 
