@@ -37,7 +37,8 @@ func runCheck(args []string, stdout, stderr io.Writer) error {
 			continue
 		}
 		bad = true
-		fmt.Fprintf(stdout, "%s: %d problems (%s) in %d events\n", path, total(problems), summary(problems), events)
+		n := total(problems)
+		fmt.Fprintf(stdout, "%s: %d %s (%s) in %d events\n", path, n, plural(n, "problem"), summary(problems), events)
 	}
 	if bad {
 		return errProblems
@@ -69,6 +70,14 @@ func checkFile(path string, quiet bool, report func(trace.Problem)) (map[trace.K
 	}
 	a.Finish(in.crashed())
 	return problems, a.Events, nil
+}
+
+// plural returns word, with an s unless n is 1.
+func plural(n int, word string) string {
+	if n == 1 {
+		return word
+	}
+	return word + "s"
 }
 
 func total(m map[trace.Kind]int) int {

@@ -138,7 +138,7 @@ func TestUsage(t *testing.T) {
 		{[]string{"check", filepath.Join(dir, "missing.json"), good}, 1, "missing.json: no such file"},
 		{[]string{"check", dir}, 1, "is a directory"},
 		{[]string{"check", writeFile(t, dir, "cut.gz", "\x1f\x8b\x08")}, 1, "cut.gz: not a readable gzip file: unexpected EOF"},
-		{[]string{"stats", writeFile(t, dir, "bin", "\xc3\x28garbage")}, 1, "no events read, and 1 problems: run tracer check"},
+		{[]string{"stats", writeFile(t, dir, "bin", "\xc3\x28garbage")}, 1, "no events read, and 1 problem: run tracer check"},
 		{[]string{"repair"}, 2, "repair takes one file"},
 		{[]string{"repair", "-i", "-o", "x", good}, 2, "exclude each other"},
 		{[]string{"merge", good}, 2, "-o OUT is required"},

@@ -24,8 +24,9 @@
 // merge writes the files of several processes as one trace: clocks
 // aligned on each file's wall-clock anchor (ts0_unix_ns in the
 // process_name metadata the tracer package writes; -offset shifts a file
-// by a duration such as 1.5ms or -2s, for files without one), pids kept
-// distinct, the files of a rotated set joined in order.
+// by a duration such as 1.5ms or -2s besides, which files without an
+// anchor need), pids kept distinct, the files of a rotated set joined in
+// order.
 //
 // stats prints per span name its count, total, self time, mean, p50, p95,
 // p99 and max; per track its busy time and share of the trace; counters'

@@ -112,7 +112,7 @@ func runStats(args []string, stdout, stderr io.Writer) error {
 		return enc.Encode(s)
 	}
 	if s.Problems > 0 {
-		fmt.Fprintf(stderr, "tracer stats: %s has %d problems: run tracer check\n", s.File, s.Problems)
+		fmt.Fprintf(stderr, "tracer stats: %s has %d %s: run tracer check\n", s.File, s.Problems, plural(s.Problems, "problem"))
 	}
 	return printStats(stdout, s, *top)
 }
@@ -134,7 +134,7 @@ func computeStats(path string, quiet bool) (*Stats, error) {
 	}
 	a.Finish(in.crashed())
 	if a.Events == 0 && problems > 0 {
-		return nil, fmt.Errorf("%s: no events read, and %d problems: run tracer check", path, problems)
+		return nil, fmt.Errorf("%s: no events read, and %d %s: run tracer check", path, problems, plural(problems, "problem"))
 	}
 
 	s := &Stats{File: path, Events: a.Events, Problems: problems, QuantileError: trace.SketchError}
