@@ -70,6 +70,9 @@ func repair(path, dst string, closeOpen, inPlace, quiet bool, stdout, report io.
 			fmt.Fprintf(report, "%s:%d: dropped: %s\n", path, p.Line, p.Msg)
 		case trace.KindGzip:
 			fmt.Fprintf(report, "%s: %s\n", path, p.Msg)
+		case trace.KindFraming:
+			// The output is framed anew: commas, brackets, nothing after.
+			fmt.Fprintf(report, "%s:%d: fixed: %s\n", path, p.Line, p.Msg)
 		case trace.KindUTF8:
 			fixed++
 		}

@@ -45,12 +45,13 @@ func count(evs []map[string]any, ph, name string) int {
 
 func TestRepairTorn(t *testing.T) {
 	dir := t.TempDir()
-	in := writeFile(t, dir, "torn.json", "[\n"+ev+",\n"+ev+",\n"+`{"name":"a","ph":"X","ts":1,"du`)
+	in := writeFile(t, dir, "torn.json", "[\n"+ev+"\n"+ev+",\n"+`{"name":"a","ph":"X","ts":1,"du`)
 	before, err := os.ReadFile(in)
 	require.NoError(t, err)
 	code, stdout, stderr := runCmd("repair", in)
 	require.Equal(t, 0, code, stderr)
 	assert.Empty(t, stdout)
+	assert.Contains(t, stderr, "torn.json:3: fixed: no comma between two events")
 	assert.Contains(t, stderr, "torn.json:4: dropped: the file ends inside an event")
 	assert.Contains(t, stderr, "wrote 2 events to "+filepath.Join(dir, "torn.repaired.json"))
 	assert.Len(t, strictEvents(t, filepath.Join(dir, "torn.repaired.json")), 2)
