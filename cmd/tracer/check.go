@@ -1,0 +1,108 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/gotracer/tracer/cmd/tracer/internal/trace"
+)
+
+// runCheck is "tracer check": it reads each file as the viewers do and
+// prints every problem as FILE:LINE: explanation, then one summary line
+// per file.
+func runCheck(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("check", "[-q] FILE...", stderr)
+	quiet := fs.Bool("q", false, "no progress bar")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() == 0 {
+		return usageError{"no file to check"}
+	}
+	bad := false
+	for _, path := range fs.Args() {
+		problems, events, err := checkFile(path, *quiet, func(p trace.Problem) {
+			fmt.Fprintf(stdout, "%s:%d: %s\n", path, p.Line, p.Msg)
+		})
+		if err != nil {
+			// Go on with the other files; the status says it failed.
+			fmt.Fprintf(stderr, "tracer check: %v\n", err)
+			bad = true
+			continue
+		}
+		if len(problems) == 0 {
+			fmt.Fprintf(stdout, "%s: ok, %d events\n", path, events)
+			continue
+		}
+		bad = true
+		n := total(problems)
+		fmt.Fprintf(stdout, "%s: %d %s (%s) in %d events\n", path, n, plural(n, "problem"), summary(problems), events)
+	}
+	if bad {
+		return errProblems
+	}
+	return nil
+}
+
+// checkFile checks the file at path, passing each problem to report, and
+// returns the number of problems of each kind and the number of events.
+func checkFile(path string, quiet bool, report func(trace.Problem)) (map[trace.Kind]int, int64, error) {
+	problems := map[trace.Kind]int{}
+	onProblem := func(p trace.Problem) {
+		problems[p.Kind]++
+		report(p)
+	}
+	in, err := openInput(path, quiet, onProblem)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer in.Close()
+	a := trace.NewAnalyzer()
+	a.OnProblem = onProblem
+	err = in.each(func(ev *trace.Event) error {
+		a.Add(ev)
+		return nil
+	})
+	if err != nil {
+		return nil, 0, fmt.Errorf("%s: %w", path, err)
+	}
+	a.Finish(in.crashed())
+	return problems, a.Events, nil
+}
+
+// plural returns word, with an s unless n is 1.
+func plural(n int, word string) string {
+	if n == 1 {
+		return word
+	}
+	return word + "s"
+}
+
+func total(m map[trace.Kind]int) int {
+	n := 0
+	for _, c := range m {
+		n += c
+	}
+	return n
+}
+
+// summary lists the kinds of problems found, most frequent first.
+func summary(m map[trace.Kind]int) string {
+	kinds := make([]trace.Kind, 0, len(m))
+	for k := range m {
+		kinds = append(kinds, k)
+	}
+	slices.SortFunc(kinds, func(a, b trace.Kind) int {
+		if m[a] != m[b] {
+			return m[b] - m[a]
+		}
+		return strings.Compare(string(a), string(b))
+	})
+	parts := make([]string, len(kinds))
+	for i, k := range kinds {
+		parts[i] = fmt.Sprintf("%d %s", m[k], k)
+	}
+	return strings.Join(parts, ", ")
+}

@@ -1,0 +1,160 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/gotracer/tracer"
+	"github.com/gotracer/tracer/cmd/tracer/internal/trace"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// ev is a well-formed X event on pid 1, tid 1.
+const ev = `{"name":"a","ph":"X","ts":1,"dur":1,"pid":1,"tid":1}`
+
+// TestCheckBroken runs check on a hand-made file for every problem it
+// names, and checks the line and kind of what it reports.
+func TestCheckBroken(t *testing.T) {
+	tests := []struct {
+		name    string
+		content string
+		line    int
+		kind    trace.Kind
+	}{
+		{"syntax", "[\n" + ev + ",\n" + `{"name":"a","ph":"X","ts":1,,"pid":1},` + "\n" + ev + ",\n", 3, trace.KindSyntax},
+		{"torn last line", "[\n" + ev + ",\n" + `{"name":"a","ph":"X","t`, 3, trace.KindTorn},
+		{"invalid UTF-8", "[\n" + `{"name":"caf` + "\xe9" + `","ph":"i","ts":1,"pid":1,"tid":1}` + ",\n", 2, trace.KindUTF8},
+		{"control character", "[\n" + ev + ",\n" + `{"name":"a` + "\x07" + `","ph":"i","ts":1,"pid":1,"tid":1}` + ",\n", 3, trace.KindSyntax},
+		{"no [{ at the start", "[" + strings.Repeat(" ", 200) + ev + "]", 1, trace.KindDetect},
+		{"only [", "[\n", 1, trace.KindDetect},
+		{"negative pid", "[\n" + `{"name":"a","ph":"i","ts":1,"pid":-1,"tid":1}` + "\n]", 2, trace.KindIDs},
+		{"tid above 2^32", "[\n" + ev + ",\n" + `{"name":"a","ph":"i","ts":1,"pid":1,"tid":4294967296}` + "\n]", 3, trace.KindIDs},
+		{"E without B", "[\n" + ev + ",\n" + `{"name":"a","ph":"E","ts":5,"pid":1,"tid":1}` + "\n]", 3, trace.KindNesting},
+		{"E before its B", "[\n" + `{"name":"a","ph":"B","ts":5,"pid":1,"tid":1},` + "\n" + `{"name":"a","ph":"E","ts":4,"pid":1,"tid":1}` + "\n]", 3, trace.KindNesting},
+		{"E of another span", "[\n" + `{"name":"a","ph":"B","ts":5,"pid":1,"tid":1},` + "\n" + `{"name":"b","ph":"E","ts":6,"pid":1,"tid":1}` + "\n]", 3, trace.KindNesting},
+		{"overlapping X", "[\n" + ev + ",\n" + `{"name":"b","ph":"X","ts":1.5,"dur":1,"pid":1,"tid":1}` + "\n]", 3, trace.KindOverlap},
+		{"async e without b", "[\n" + ev + ",\n" + `{"name":"op","cat":"c","ph":"e","ts":2,"pid":1,"tid":1,"id2":{"local":"0x1"}}` + "\n]", 3, trace.KindAsync},
+		{"async without cat", "[\n" + ev + ",\n" + `{"name":"op","ph":"b","ts":2,"pid":1,"tid":1,"id":1}` + "\n]", 3, trace.KindAsync},
+		{"flow outside slices", "[\n" + ev + ",\n" + `{"name":"f","ph":"s","ts":9,"pid":1,"tid":1,"id":1}` + "\n]", 3, trace.KindFlow},
+		{"unknown phase", "[\n" + ev + ",\n" + `{"name":"a","ph":"Q","ts":2,"pid":1,"tid":1}` + "\n]", 3, trace.KindPhase},
+		{"no phase", "[\n" + ev + ",\n" + `{"name":"a","ts":2,"pid":1,"tid":1}` + "\n]", 3, trace.KindPhase},
+		{"no ts", "[\n" + ev + ",\n" + `{"name":"a","ph":"i","pid":1,"tid":1}` + "\n]", 3, trace.KindTS},
+		{"counter with a string", "[\n" + ev + ",\n" + `{"name":"c","ph":"C","ts":2,"pid":1,"args":{"v":"1"}}` + "\n]", 3, trace.KindCounter},
+		{"missing comma", "[\n" + ev + "\n" + ev + "\n]", 3, trace.KindFraming},
+		{"comma before ]", "[\n" + ev + ",\n]", 3, trace.KindFraming},
+		{"text after the array", "[\n" + ev + "\n]\nxyz", 4, trace.KindFraming},
+		{"unterminated traceEvents", `{"traceEvents":[` + "\n" + ev + ",\n", 3, trace.KindFraming},
+		{"not a trace", "hello", 1, trace.KindFraming},
+		{"empty", "", 1, trace.KindFraming},
+	}
+	dir := t.TempDir()
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := writeFile(t, dir, strings.ReplaceAll(tt.name, " ", "_")+".json", tt.content)
+			var got []trace.Problem
+			problems, _, err := checkFile(path, true, func(p trace.Problem) { got = append(got, p) })
+			require.NoError(t, err)
+			require.NotEmpty(t, got, "case %d", i)
+			assert.Equal(t, tt.kind, got[0].Kind, "%v", got)
+			assert.Equal(t, tt.line, got[0].Line, "%v", got)
+			assert.NotZero(t, problems[tt.kind])
+			assert.NotContains(t, got[0].Msg, "\n", "one line")
+
+			code, stdout, stderr := runCmd("check", path)
+			assert.Equal(t, 1, code)
+			assert.Contains(t, stdout, path+":"+itoa(tt.line)+": ")
+			assert.Empty(t, stderr)
+		})
+	}
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+// TestCheckLibraryFiles checks the files the tracer package writes:
+// closed, plain and gzip, rotated, and left by a process killed with
+// SIGKILL. Only the gzip file of a killed process has a problem: it is in
+// several members, of which chrome://tracing reads the first.
+func TestCheckLibraryFiles(t *testing.T) {
+	dir := t.TempDir()
+	rotated := generate(t, filepath.Join(dir, "rot.json"), 256<<10, tracer.WithMaxFileSize(64<<10))
+	rotatedSet, err := filepath.Glob(filepath.Join(dir, "rot.*.json"))
+	require.NoError(t, err)
+	require.NotEmpty(t, rotatedSet)
+	files := map[string]trace.Kind{
+		generate(t, filepath.Join(dir, "closed.json"), 1<<20):    "",
+		generate(t, filepath.Join(dir, "closed.json.gz"), 1<<20): "",
+		rotated:       "",
+		rotatedSet[0]: "",
+		crashed(t, filepath.Join(dir, "crashed.json")):                "",
+		crashed(t, filepath.Join(dir, "crashed.json.gz")):             trace.KindMembers,
+		cut(t, generate(t, filepath.Join(dir, "cut.json.gz"), 1<<20)): trace.KindGzip,
+	}
+	for path, want := range files {
+		t.Run(filepath.Base(path), func(t *testing.T) {
+			var got []trace.Problem
+			problems, events, err := checkFile(path, true, func(p trace.Problem) { got = append(got, p) })
+			require.NoError(t, err)
+			assert.Greater(t, events, int64(100))
+			if want == "" {
+				assert.Empty(t, got)
+				code, stdout, _ := runCmd("check", path)
+				assert.Equal(t, 0, code, stdout)
+				return
+			}
+			assert.NotZero(t, problems[want], "%v", got)
+			for k := range problems {
+				// A cut member also cuts the event it was in.
+				assert.Contains(t, []trace.Kind{want, trace.KindTorn}, k, "%v", got)
+			}
+		})
+	}
+}
+
+// cut cuts the gzip file at path in the middle of its member.
+func cut(t *testing.T, path string) string {
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(path, data[:len(data)*2/3], 0o644))
+	return path
+}
+
+func TestUsage(t *testing.T) {
+	dir := t.TempDir()
+	good := writeFile(t, dir, "good.json", "[\n"+ev+"\n]\n")
+	for _, tt := range []struct {
+		args []string
+		code int
+		err  string
+	}{
+		{nil, 2, "usage:"},
+		{[]string{"frobnicate"}, 2, `unknown command "frobnicate"`},
+		{[]string{"check"}, 2, "no file to check"},
+		{[]string{"check", "-x", good}, 2, "flag provided but not defined"},
+		{[]string{"check", filepath.Join(dir, "missing.json")}, 1, "no such file"},
+		{[]string{"check", filepath.Join(dir, "missing.json"), good}, 1, "missing.json: no such file"},
+		{[]string{"check", dir}, 1, "is a directory"},
+		{[]string{"check", writeFile(t, dir, "cut.gz", "\x1f\x8b\x08")}, 1, "cut.gz: not a readable gzip file: unexpected EOF"},
+		{[]string{"stats", writeFile(t, dir, "bin", "\xc3\x28garbage")}, 1, "no events read, and 1 problem: run tracer check"},
+		{[]string{"repair"}, 2, "repair takes one file"},
+		{[]string{"repair", "-i", "-o", "x", good}, 2, "exclude each other"},
+		{[]string{"merge", good}, 2, "-o OUT is required"},
+		{[]string{"merge", "-o", filepath.Join(dir, "m.json"), "-offset", "nope", good}, 2, "FILE=DURATION"},
+		{[]string{"merge", "-o", filepath.Join(dir, "m.json"), "-offset", "other.json=1s", good}, 2, "not among the files"},
+		{[]string{"stats"}, 2, "stats takes one file"},
+		{[]string{"stats", "-sort", "colour", good}, 2, `-sort "colour"`},
+		{[]string{"check", good}, 0, ""},
+		{[]string{"help"}, 0, ""},
+	} {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			code, _, stderr := runCmd(tt.args...)
+			assert.Equal(t, tt.code, code, stderr)
+			assert.Contains(t, stderr, tt.err)
+			assert.NotContains(t, stderr, "panic")
+			assert.NotContains(t, stderr, "goroutine ")
+		})
+	}
+}

@@ -1,0 +1,473 @@
+package trace
+
+import (
+	"fmt"
+	"strconv"
+)
+
+// The kinds of problems that need the events' meaning.
+const (
+	KindPhase   Kind = "phase"   // no phase, or one the viewers do not know
+	KindIDs     Kind = "ids"     // a pid or tid the viewers change
+	KindTS      Kind = "ts"      // a missing or negative ts or dur
+	KindNesting Kind = "nesting" // an E without its B, or out of order
+	KindOverlap Kind = "overlap" // X slices that overlap without nesting
+	KindAsync   Kind = "async"   // an async e without its b, or without cat
+	KindFlow    Kind = "flow"    // a flow event outside every slice
+	KindCounter Kind = "counter" // a counter Perfetto cannot read
+)
+
+// knownPhases are the phases of the Trace Event Format.
+var knownPhases = func() (t [256]bool) {
+	for _, c := range "BEXiICbneSTpFstfPNODMVvRc()" {
+		t[c] = true
+	}
+	return t
+}()
+
+// An Analyzer follows the events of a trace, track by track, reporting
+// what a viewer would trip on and keeping the numbers stats prints. Its
+// memory is per track, per span name, per open span and per open async
+// operation, never per event (see tracks.go for the one bound).
+type Analyzer struct {
+	// OnProblem is called for each problem found.
+	OnProblem func(Problem)
+	// Stats makes the Analyzer keep a Sketch of each span name's
+	// durations and the numbers of each counter series, for stats.
+	Stats bool
+
+	Events     int64
+	MinTS      int64 // earliest ts, or start of a slice
+	MaxTS      int64 // latest ts, or end of a slice
+	HasTS      bool
+	Names      []*NameStats
+	Counters   []*CounterStats
+	Processes  []*Process
+	nameIdx    map[string]int32
+	tracks     map[trackKey]*track
+	trackList  []*track
+	strIDs     map[string]int64
+	async      map[string]int32
+	asyncKey   []byte
+	counterIdx map[string]int32
+	counterKey []byte
+	procIdx    map[int64]*Process
+	decoded    []byte
+	lastKey    trackKey
+	lastTrack  *track
+}
+
+// NameStats are the numbers of the slices of one name.
+type NameStats struct {
+	Name             string
+	Count            int64
+	Total, Self, Max int64  // nanoseconds
+	Durations        Sketch // with Analyzer.Stats
+}
+
+// CounterStats are the numbers of one series of a counter.
+type CounterStats struct {
+	Pid           string
+	Name, Key     string
+	N             int64
+	Min, Max, Sum float64
+}
+
+// A Process is what the metadata says about a pid.
+type Process struct {
+	Pid       Num
+	Name      string
+	Anchor    int64 // ts0_unix_ns: the wall-clock time of ts 0
+	HasAnchor bool
+	Dropped   float64 // the last value of the tracer.dropped counter
+}
+
+// A TrackStats are the numbers of one track.
+type TrackStats struct {
+	Pid, Tid string
+	Process  string // the process's name
+	Name     string // the thread's name
+	Slices   int64
+	Busy     int64
+}
+
+type trackKey struct{ pid, tid int64 }
+
+// NewAnalyzer returns an empty Analyzer.
+func NewAnalyzer() *Analyzer {
+	return &Analyzer{
+		nameIdx:    map[string]int32{},
+		tracks:     map[trackKey]*track{},
+		strIDs:     map[string]int64{},
+		async:      map[string]int32{},
+		counterIdx: map[string]int32{},
+		procIdx:    map[int64]*Process{},
+	}
+}
+
+func (a *Analyzer) problem(line int, k Kind, format string, args ...any) {
+	if a.OnProblem != nil {
+		a.OnProblem(Problem{Line: line, Kind: k, Msg: fmt.Sprintf(format, args...)})
+	}
+}
+
+// numKey maps a pid or tid to an int64: numbers as they are, strings to
+// ids above the uint32 range, so they cannot collide.
+func (a *Analyzer) numKey(n Num) int64 {
+	switch n.Kind {
+	case NumInt:
+		return n.Int
+	case NumString:
+		id, ok := a.strIDs[string(n.Str)]
+		if !ok {
+			id = 1<<40 + int64(len(a.strIDs))
+			a.strIDs[string(n.Str)] = id
+		}
+		return id
+	}
+	return -1 << 62
+}
+
+// track returns the state of the event's thread.
+func (a *Analyzer) track(e *Event) *track {
+	k := trackKey{a.numKey(e.Pid), a.numKey(e.Tid)}
+	if a.lastTrack != nil && k == a.lastKey {
+		return a.lastTrack
+	}
+	t := a.tracks[k]
+	if t == nil {
+		t = &track{pid: clone(e.Pid), tid: clone(e.Tid)}
+		a.tracks[k] = t
+		a.trackList = append(a.trackList, t)
+	}
+	a.lastKey, a.lastTrack = k, t
+	return t
+}
+
+func clone(n Num) Num {
+	n.Raw = append([]byte(nil), n.Raw...)
+	n.Str = append([]byte(nil), n.Str...)
+	return n
+}
+
+// name returns the index of the span name in a.Names.
+func (a *Analyzer) name(s Str) int32 {
+	raw := s.Raw
+	if s.Escaped {
+		a.decoded = s.Append(a.decoded[:0])
+		raw = a.decoded
+	}
+	i, ok := a.nameIdx[string(raw)]
+	if !ok {
+		i = int32(len(a.Names))
+		a.Names = append(a.Names, &NameStats{Name: string(raw)})
+		a.nameIdx[string(raw)] = i
+	}
+	return i
+}
+
+func (a *Analyzer) addSelf(name int32, d int64) { a.Names[name].Self += d }
+func (a *Analyzer) subSelf(name int32, d int64) { a.Names[name].Self -= d }
+
+func (a *Analyzer) overlap(t *track, line int, name int32, s, e int64, p *slice) {
+	a.problem(line, KindOverlap, "slice %q [%s, %s] overlaps %q [%s, %s] (line %d) on pid %s tid %s without nesting: Perfetto moves it to an extra track",
+		a.Names[name].Name, us(s), us(e), a.Names[p.name].Name, us(p.start), us(p.end), p.line, t.pid.Raw, t.tid.Raw)
+}
+
+// us formats nanoseconds as the microseconds of a ts.
+func us(ns int64) string { return string(AppendMicros(nil, ns)) }
+
+func (a *Analyzer) seeTS(ts int64) {
+	if !a.HasTS {
+		a.MinTS, a.MaxTS, a.HasTS = ts, ts, true
+		return
+	}
+	a.MinTS = min(a.MinTS, ts)
+	a.MaxTS = max(a.MaxTS, ts)
+}
+
+// Add follows one event.
+func (a *Analyzer) Add(e *Event) {
+	a.Events++
+	ph := e.Phase()
+	if ph == 0 {
+		if e.Ph == nil {
+			a.problem(e.Line, KindPhase, "an event without ph (a string): the viewers skip it")
+		} else {
+			a.problem(e.Line, KindPhase, "unknown phase %q", e.Ph)
+		}
+		return
+	}
+	if !knownPhases[ph] {
+		a.problem(e.Line, KindPhase, "unknown phase %q: the viewers skip the event", e.Ph)
+		return
+	}
+	a.checkIDs(e, "pid", e.Pid)
+	a.checkIDs(e, "tid", e.Tid)
+	if ph == 'M' {
+		a.metadata(e)
+		return
+	}
+	if !e.HasTS {
+		a.problem(e.Line, KindTS, "a %c event without a numeric ts: the viewers drop it", ph)
+		return
+	}
+	a.seeTS(e.TS)
+	switch ph {
+	case 'X':
+		if !e.HasDur {
+			a.problem(e.Line, KindTS, "an X event without a numeric dur")
+			return
+		}
+		if e.Dur < 0 {
+			a.problem(e.Line, KindTS, "an X event with a negative dur")
+			return
+		}
+		a.seeTS(e.TS + e.Dur)
+		a.slice(a.track(e), e.TS, e.TS+e.Dur, a.name(e.Name), e.Line)
+	case 'B':
+		t := a.track(e)
+		t.open = append(t.open, openSpan{ts: e.TS, name: a.name(e.Name), line: int32(e.Line)})
+	case 'E':
+		a.end(e)
+	case 'b', 'n', 'e':
+		a.asyncEvent(e, ph)
+	case 's', 't', 'f':
+		a.flow(e, ph)
+	case 'C':
+		a.counter(e)
+	}
+}
+
+// slice records a completed slice.
+func (a *Analyzer) slice(t *track, s, e int64, name int32, line int) {
+	n := a.Names[name]
+	n.Count++
+	d := e - s
+	n.Total += d
+	n.Max = max(n.Max, d)
+	if a.Stats {
+		n.Durations.Add(d)
+	}
+	a.add(t, s, e, name, line)
+}
+
+func (a *Analyzer) checkIDs(e *Event, what string, n Num) {
+	switch {
+	case n.Kind == NumOther:
+		a.problem(e.Line, KindIDs, "%s %s is neither a number nor a string", what, n.Raw)
+	case n.Bounds:
+		a.problem(e.Line, KindIDs, "%s %s is outside 0..4294967295: Perfetto shows it as 0", what, n.Raw)
+	case n.Frac:
+		a.problem(e.Line, KindIDs, "%s %s is not an integer: the viewers cut the fraction", what, n.Raw)
+	}
+}
+
+func (a *Analyzer) end(e *Event) {
+	t := a.track(e)
+	if len(t.open) == 0 {
+		a.problem(e.Line, KindNesting, "an E event with no B open on pid %s tid %s (chrome://tracing: \"E phase event without a matching B phase event\")", e.Pid.Raw, e.Tid.Raw)
+		return
+	}
+	b := t.open[len(t.open)-1]
+	t.open = t.open[:len(t.open)-1]
+	if e.TS < b.ts {
+		a.problem(e.Line, KindNesting, "an E event at ts %s, before its B (line %d) at ts %s", us(e.TS), b.line, us(b.ts))
+		return
+	}
+	if e.Name.Set && len(e.Name.Raw) > 0 {
+		if n := a.name(e.Name); n != b.name {
+			a.problem(e.Line, KindNesting, "an E event named %q closes the B named %q (line %d): the E of another span, or events out of order", a.Names[n].Name, a.Names[b.name].Name, b.line)
+		}
+	}
+	a.slice(t, b.ts, e.TS, b.name, int(b.line))
+}
+
+func (a *Analyzer) asyncEvent(e *Event, ph byte) {
+	if !e.Cat.Set {
+		a.problem(e.Line, KindAsync, "an async %c event without cat: chrome://tracing drops it", ph)
+	}
+	if e.ID == nil {
+		a.problem(e.Line, KindAsync, "an async %c event without id or id2", ph)
+		return
+	}
+	// Matched by category, scope and id, as catapult does; an id2.local
+	// is the process's own.
+	k := append(a.asyncKey[:0], e.Cat.Raw...)
+	k = append(k, 0)
+	k = append(k, e.Scope.Raw...)
+	k = append(k, 0)
+	k = append(k, e.ID...)
+	if e.IDLocal {
+		k = append(k, 0)
+		k = append(k, e.Pid.Raw...)
+	}
+	a.asyncKey = k
+	switch ph {
+	case 'b':
+		a.async[string(k)]++
+	case 'e':
+		n, ok := a.async[string(k)]
+		if !ok {
+			a.problem(e.Line, KindAsync, "an async e event (cat %q, id %s) with no b open", e.Cat.String(), e.ID)
+			return
+		}
+		if n <= 1 {
+			delete(a.async, string(k))
+		} else {
+			a.async[string(k)] = n - 1
+		}
+	}
+}
+
+func (a *Analyzer) flow(e *Event, ph byte) {
+	if e.ID == nil {
+		a.problem(e.Line, KindFlow, "a flow %c event without id", ph)
+		return
+	}
+	t := a.track(e)
+	if t.encloses(e.TS) {
+		return
+	}
+	next := ph == 'f' && !(e.BP.Set && string(e.BP.Raw) == "e")
+	t.pending = append(t.pending, pendingFlow{ts: e.TS, line: int32(e.Line), next: next})
+}
+
+func (a *Analyzer) counter(e *Event) {
+	if len(e.Args) == 0 {
+		a.problem(e.Line, KindCounter, "a counter without args: Perfetto fails on it (json_parser_failure)")
+		return
+	}
+	p := a.process(e.Pid)
+	for i := range e.Args {
+		arg := &e.Args[i]
+		if !arg.IsNum {
+			a.problem(e.Line, KindCounter, "counter %q has a value that is not a number (%s): Perfetto fails on it (json_parser_failure)", e.Name.String(), arg.Value)
+			continue
+		}
+		if !e.Name.Escaped && string(e.Name.Raw) == "tracer.dropped" {
+			p.Dropped = arg.Float()
+		}
+		if !a.Stats {
+			continue
+		}
+		v := arg.Float()
+		k := append(a.counterKey[:0], e.Pid.Raw...)
+		k = append(k, 0)
+		k = append(k, e.Name.Raw...)
+		k = append(k, 0)
+		k = append(k, arg.Key.Raw...)
+		a.counterKey = k
+		i, ok := a.counterIdx[string(k)]
+		if !ok {
+			i = int32(len(a.Counters))
+			a.Counters = append(a.Counters, &CounterStats{Pid: pidString(e.Pid), Name: e.Name.String(), Key: arg.Key.String(), Min: v, Max: v})
+			a.counterIdx[string(k)] = i
+		}
+		c := a.Counters[i]
+		c.N++
+		c.Sum += v
+		c.Min = min(c.Min, v)
+		c.Max = max(c.Max, v)
+	}
+}
+
+func pidString(n Num) string {
+	if n.Kind == NumString {
+		return strconv.Quote(string(n.Str))
+	}
+	return string(n.Raw)
+}
+
+func (a *Analyzer) process(pid Num) *Process {
+	k := a.numKey(pid)
+	p := a.procIdx[k]
+	if p == nil {
+		p = &Process{Pid: clone(pid)}
+		a.procIdx[k] = p
+		a.Processes = append(a.Processes, p)
+	}
+	return p
+}
+
+func (a *Analyzer) metadata(e *Event) {
+	if e.Name.Escaped {
+		return
+	}
+	switch string(e.Name.Raw) {
+	case "process_name":
+		p := a.process(e.Pid)
+		if n := e.Arg("name"); n != nil && n.Str.Set {
+			p.Name = n.Str.String()
+		}
+		if t := e.Arg("ts0_unix_ns"); t != nil && t.IsNum {
+			p.Anchor, p.HasAnchor = anchor(t.Value), true
+		}
+	case "thread_name":
+		if n := e.Arg("name"); n != nil && n.Str.Set {
+			a.track(e).name = n.Str.String()
+		}
+	}
+}
+
+// anchor parses ts0_unix_ns, which is too large for a float64 to hold
+// exactly.
+func anchor(v []byte) int64 {
+	if n, err := strconv.ParseInt(string(v), 10, 64); err == nil {
+		return n
+	}
+	f, _ := strconv.ParseFloat(string(v), 64)
+	return int64(f)
+}
+
+// Finish reports what can be known only at the end of the file: flow
+// events no slice came to enclose. In a file cut short by a crash
+// (unterminated), flow events after the last slice of their track are
+// not reported: the spans around them were still open, and their X
+// events, written when a span ends, were never written.
+func (a *Analyzer) Finish(unterminated bool) {
+	for _, t := range a.trackList {
+		for _, f := range t.pending {
+			if unterminated && f.ts >= t.last {
+				continue
+			}
+			a.problem(int(f.line), KindFlow, "a flow event at ts %s outside every slice of pid %s tid %s: the viewers draw no arrow from or to it", us(f.ts), t.pid.Raw, t.tid.Raw)
+		}
+		t.pending = nil
+	}
+}
+
+// Tracks returns the numbers of the tracks that hold slices, in the order
+// they were first seen.
+func (a *Analyzer) Tracks() []TrackStats {
+	var ts []TrackStats
+	for _, t := range a.trackList {
+		if t.slices == 0 {
+			continue
+		}
+		process := ""
+		if p := a.procIdx[a.numKey(t.pid)]; p != nil {
+			process = p.Name
+		}
+		ts = append(ts, TrackStats{Pid: pidString(t.pid), Tid: pidString(t.tid), Process: process, Name: t.name, Slices: t.slices, Busy: t.busy})
+	}
+	return ts
+}
+
+// OpenSpan is a B event whose E is not in the file.
+type OpenSpan struct {
+	Pid, Tid Num
+	Name     string
+	TS       int64
+}
+
+// Open returns the B events still open, innermost first per track.
+func (a *Analyzer) Open() []OpenSpan {
+	var o []OpenSpan
+	for _, t := range a.trackList {
+		for i := len(t.open) - 1; i >= 0; i-- {
+			o = append(o, OpenSpan{Pid: t.pid, Tid: t.tid, Name: a.Names[t.open[i].name].Name, TS: t.open[i].ts})
+		}
+	}
+	return o
+}

@@ -1,0 +1,427 @@
+package trace
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// A Problem is something wrong with a file that a viewer would trip on.
+type Problem struct {
+	Line int
+	Kind Kind
+	Msg  string
+}
+
+// Kind sorts problems, for tests and for the summary check prints.
+type Kind string
+
+// The kinds of problems the Reader reports. Check adds the kinds of
+// problems that need the events' meaning (see Kind* in check.go).
+const (
+	KindSyntax  Kind = "syntax"  // an event that is not valid JSON
+	KindTorn    Kind = "torn"    // the file ends inside an event
+	KindFraming Kind = "framing" // the array around the events
+	KindUTF8    Kind = "utf8"    // invalid UTF-8 in a string
+	KindDetect  Kind = "detect"  // Perfetto would not recognise the file as JSON
+	KindGzip    Kind = "gzip"    // a cut or damaged gzip stream
+	KindMembers Kind = "members" // several gzip members: chrome://tracing reads the first
+)
+
+// maxEvent is the largest event the Reader takes, uncompressed. An event
+// is held whole in memory, and the viewers fail long before this.
+const maxEvent = 256 << 20
+
+// perfettoSniff is how many first bytes Perfetto looks at to decide the
+// file is JSON: it must find `{"` in them, after white space and an
+// optional `[`.
+const perfettoSniff = 128
+
+// A Reader reads the events of a trace, one at a time, reporting problems
+// with the file's framing and syntax through OnProblem. It never holds
+// more than one event (and one read buffer) in memory.
+type Reader struct {
+	// OnProblem is called for each problem found, in file order. A
+	// Reader with a nil OnProblem drops them.
+	OnProblem func(Problem)
+
+	r     io.Reader
+	buf   []byte
+	pos   int // next byte to scan in buf
+	line  int // line of buf[pos]
+	eof   bool
+	err   error // a read error other than io.EOF
+	state state
+	obj   bool // the events are in {"traceEvents":[...]}
+	first bool // nothing scanned yet: check the start as Perfetto does
+	sc    scanner
+	ev    Event
+	end   bool // Next returned io.EOF
+	torn  bool // the input ended inside an event
+}
+
+type state uint8
+
+const (
+	stStart      state = iota // before the first byte
+	stArrayFirst              // after '['
+	stAfterElem               // after an element
+	stAfterComma              // after ',' between elements
+	stObjFirst                // after the top-level '{'
+	stObjKey                  // after ',' in the top-level object
+	stObjAfter                // after a member of the top-level object
+	stDone                    // after the closing ']' or '}'
+)
+
+// NewReader returns a Reader of the trace read from r, uncompressed.
+func NewReader(r io.Reader) *Reader {
+	return &Reader{r: r, buf: make([]byte, 0, 1<<20), line: 1, first: true}
+}
+
+// Line returns the line the Reader has got to.
+func (r *Reader) Line() int { return r.line }
+
+func (r *Reader) problem(line int, k Kind, format string, args ...any) {
+	if r.OnProblem != nil {
+		r.OnProblem(Problem{Line: line, Kind: k, Msg: fmt.Sprintf(format, args...)})
+	}
+}
+
+// fill reads more input, keeping buf[pos:]. It returns false at the end
+// of the input.
+func (r *Reader) fill() bool {
+	if r.eof {
+		return false
+	}
+	if r.pos > 0 {
+		n := copy(r.buf[:cap(r.buf)], r.buf[r.pos:])
+		r.buf, r.pos = r.buf[:n], 0
+	}
+	if len(r.buf) == cap(r.buf) {
+		if cap(r.buf) >= maxEvent {
+			r.eof = true
+			r.err = fmt.Errorf("line %d: an event larger than %d MiB", r.line, maxEvent>>20)
+			return false
+		}
+		r.buf = append(r.buf, make([]byte, cap(r.buf))...)[:len(r.buf)]
+	}
+	for {
+		n, err := r.r.Read(r.buf[len(r.buf):cap(r.buf)])
+		r.buf = r.buf[:len(r.buf)+n]
+		if err != nil {
+			// Progress either way: the end of the input is news to the
+			// caller, who may have been waiting for more.
+			r.eof = true
+			if !errors.Is(err, io.EOF) {
+				r.err = err
+			}
+			return true
+		}
+		if n > 0 {
+			return true
+		}
+	}
+}
+
+// Next returns the next valid event, or io.EOF after the last one, or
+// the error that stopped the input. Events that are not valid JSON are
+// reported to OnProblem and skipped: the Reader resumes at the next line.
+func (r *Reader) Next() (*Event, error) {
+	for {
+		if r.end {
+			return nil, io.EOF
+		}
+		ev, ok := r.step()
+		if ev != nil {
+			return ev, nil
+		}
+		if ok {
+			continue
+		}
+		if r.fill() {
+			continue
+		}
+		r.finish()
+		r.end = true
+		if r.err != nil {
+			return nil, r.err
+		}
+		return nil, io.EOF
+	}
+}
+
+// skipWS skips white space at pos, counting lines.
+func (r *Reader) skipWS() {
+	b := r.buf
+	for r.pos < len(b) {
+		switch b[r.pos] {
+		case '\n':
+			r.line++
+		case ' ', '\t', '\r':
+		default:
+			return
+		}
+		r.pos++
+	}
+}
+
+// step takes one step of the state machine. It returns an event, or
+// ok=true if it made progress, or ok=false if it needs more input.
+func (r *Reader) step() (ev *Event, ok bool) {
+	if r.first {
+		if len(r.buf)-r.pos < perfettoSniff && !r.eof {
+			return nil, false
+		}
+		r.first = false
+		r.sniff()
+	}
+	r.skipWS()
+	if r.pos >= len(r.buf) {
+		return nil, false
+	}
+	c := r.buf[r.pos]
+	switch r.state {
+	case stStart:
+		switch c {
+		case '[':
+			r.pos++
+			r.state = stArrayFirst
+		case '{':
+			r.pos++
+			r.state = stObjFirst
+			r.obj = true
+		default:
+			r.problem(r.line, KindFraming, "not a JSON trace: it starts with %s, not [ or {", printable(c))
+			r.stop()
+		}
+		return nil, true
+	case stArrayFirst, stAfterComma, stAfterElem:
+		switch c {
+		case ']':
+			if r.state == stAfterComma {
+				r.problem(r.line, KindFraming, "a comma before the closing ] (chrome://tracing refuses the file)")
+			}
+			r.pos++
+			r.state = stDone
+			if r.obj {
+				r.state = stObjAfter
+			}
+			return nil, true
+		case ',':
+			if r.state != stAfterElem {
+				r.problem(r.line, KindFraming, "a comma where an event should be (invalid JSON: chrome://tracing refuses the file)")
+			}
+			r.pos++
+			r.state = stAfterComma
+			return nil, true
+		}
+		if r.state == stAfterElem {
+			r.problem(r.line, KindFraming, "no comma between two events (chrome://tracing refuses the file)")
+			r.state = stAfterComma // reported once, if the element needs more input
+		}
+		return r.element()
+	case stObjFirst, stObjKey:
+		if c == '}' && r.state == stObjFirst {
+			r.pos++
+			r.state = stDone
+			return nil, true
+		}
+		return r.member()
+	case stObjAfter:
+		switch c {
+		case ',':
+			r.pos++
+			r.state = stObjKey
+		case '}':
+			r.pos++
+			r.state = stDone
+		default:
+			r.problem(r.line, KindFraming, "expected , or } after a member of the top-level object, found %s", printable(c))
+			r.stop()
+		}
+		return nil, true
+	default: // stDone
+		r.problem(r.line, KindFraming, "text after the end of the trace: %s", printable(c))
+		r.stop()
+		return nil, true
+	}
+}
+
+// stop gives up on the rest of the input.
+func (r *Reader) stop() {
+	r.pos = len(r.buf)
+	r.eof = true
+	r.state = stDone
+}
+
+// element scans the array element at pos.
+func (r *Reader) element() (*Event, bool) {
+	r.sc.reset(r.buf)
+	start := r.pos
+	var end int
+	isEvent := r.buf[start] == '{'
+	if isEvent {
+		end = r.sc.event(start, &r.ev)
+	} else {
+		end = r.sc.value(start)
+	}
+	if end < 0 {
+		if r.sc.short {
+			if r.eof {
+				r.torn = true
+				r.problem(r.line, KindTorn, "the file ends inside an event (torn last line, as a crash leaves it: tracer repair cuts it)")
+				r.stop()
+				return nil, true
+			}
+			return nil, false
+		}
+		r.syntaxError(start)
+		return nil, true
+	}
+	line := r.line
+	r.line += r.sc.nl
+	r.pos = end
+	r.state = stAfterElem
+	if !isEvent {
+		r.problem(line, KindSyntax, "an array element that is not an event object: %.40s", r.buf[start:end])
+		return nil, true
+	}
+	ev := &r.ev
+	ev.Raw, ev.Line = r.buf[start:end], line
+	if ev.BadUTF8 >= 0 {
+		r.problem(line, KindUTF8, "invalid UTF-8 in a string (shown as U+FFFD)")
+	}
+	return ev, true
+}
+
+// syntaxError reports the error the scanner found in the element at
+// start and resumes at the next line.
+func (r *Reader) syntaxError(start int) {
+	// An error at a newline with only white space after it is a torn
+	// last line (the newline met inside a string), not bad JSON.
+	rel := r.sc.errOff - start
+	blank := func() bool {
+		rest := r.buf[r.pos+rel:]
+		return rest[0] == '\n' && len(bytes.TrimSpace(rest)) == 0
+	}
+	for !r.eof && blank() && r.fill() {
+	}
+	start, r.sc.errOff = r.pos, r.pos+rel // fill may have moved the bytes
+	line := r.line + bytes.Count(r.buf[start:r.sc.errOff], []byte{'\n'})
+	next := bytes.IndexByte(r.buf[r.sc.errOff:], '\n')
+	if r.eof && blank() {
+		// Only white space follows: the last line is cut off, and its
+		// newline (or the end) came where the event should go on.
+		r.torn = true
+		r.problem(r.line, KindTorn, "the file ends inside an event (torn last line, as a crash leaves it: tracer repair cuts it)")
+		r.stop()
+		return
+	}
+	r.problem(line, KindSyntax, "invalid JSON, which the viewers refuse: %s", r.sc.errMsg)
+	if next < 0 {
+		// The rest of the line may not be here yet: drop what is, and
+		// go on dropping until a newline.
+		r.line = line
+		r.pos = len(r.buf)
+		for r.fill() {
+			if next = bytes.IndexByte(r.buf, '\n'); next >= 0 {
+				r.pos = next + 1
+				r.line++
+				r.state = stAfterComma
+				return
+			}
+			r.pos = len(r.buf)
+		}
+		r.stop()
+		return
+	}
+	r.pos = r.sc.errOff + next + 1
+	r.line = line + 1
+	r.state = stAfterComma
+}
+
+// member scans a member of the top-level object at pos: the events'
+// array is read element by element, any other member whole.
+func (r *Reader) member() (*Event, bool) {
+	r.sc.reset(r.buf)
+	i := r.pos
+	if r.buf[i] != '"' {
+		r.problem(r.line, KindFraming, "expected a member name in the top-level object, found %s", printable(r.buf[i]))
+		r.stop()
+		return nil, true
+	}
+	keyEnd := r.sc.str(i)
+	k := keyEnd
+	if k > 0 {
+		k = r.sc.ws(k)
+		if k >= len(r.buf) {
+			k = r.sc.needMore()
+		} else if r.buf[k] != ':' {
+			k = r.sc.fail(k, "expected : after a member name")
+		}
+	}
+	if k > 0 {
+		key := r.buf[i+1 : keyEnd-1]
+		v := r.sc.ws(k + 1)
+		if string(key) == "traceEvents" && v < len(r.buf) && r.buf[v] == '[' {
+			r.line += r.sc.nl
+			r.pos = v + 1
+			r.state = stArrayFirst
+			return nil, true
+		}
+		k = r.sc.value(v)
+	}
+	if k < 0 {
+		if r.sc.short {
+			if r.eof {
+				r.problem(r.line, KindTorn, "the file ends inside the top-level object")
+				r.stop()
+				return nil, true
+			}
+			return nil, false
+		}
+		r.problem(r.line+bytes.Count(r.buf[i:r.sc.errOff], []byte{'\n'}), KindSyntax, "invalid JSON: %s", r.sc.errMsg)
+		r.stop()
+		return nil, true
+	}
+	r.line += r.sc.nl
+	r.pos = k
+	r.state = stObjAfter
+	return nil, true
+}
+
+// sniff checks the start of the file as Perfetto does.
+func (r *Reader) sniff() {
+	b := r.buf[:min(len(r.buf), perfettoSniff)]
+	b = bytes.TrimLeft(b, " \t\r\n")
+	if len(b) == 0 && len(r.buf) < perfettoSniff || len(b) > 0 && b[0] != '[' && b[0] != '{' {
+		return // empty, or not JSON: a framing problem, reported as such
+	}
+	if bytes.HasPrefix(b, []byte{'['}) {
+		b = bytes.TrimLeft(b[1:], " \t\r\n")
+	}
+	if !bytes.HasPrefix(b, []byte(`{"`)) {
+		r.problem(1, KindDetect, `no [{" in the first %d bytes: Perfetto does not recognise the file as a JSON trace`, perfettoSniff)
+	}
+}
+
+// finish reports what is wrong with where the input ended.
+func (r *Reader) finish() {
+	switch r.state {
+	case stStart:
+		r.problem(r.line, KindFraming, "the file is empty")
+	case stArrayFirst, stAfterElem, stAfterComma:
+		if r.obj {
+			r.problem(r.line, KindFraming, `the traceEvents array is not closed: Perfetto accepts an unterminated array only in the bare [ form`)
+		}
+	case stObjFirst, stObjKey, stObjAfter:
+		r.problem(r.line, KindFraming, "the top-level object is not closed")
+	}
+}
+
+// Unterminated reports whether the input ended inside the bare array,
+// with no closing ']', or inside an event: as a crash leaves it.
+func (r *Reader) Unterminated() bool {
+	return r.torn || !r.obj && (r.state == stArrayFirst || r.state == stAfterElem || r.state == stAfterComma)
+}

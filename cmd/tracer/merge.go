@@ -1,0 +1,360 @@
+package main
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gotracer/tracer/cmd/tracer/internal/trace"
+)
+
+// remapBase is the first pid given to a process whose pid another file
+// already uses: Linux pids stay below 2^22, so these cannot be real.
+const remapBase = 1 << 22
+
+// headEvents is how many events of each file merge reads, before the
+// merge itself, to find its wall-clock anchor.
+const headEvents = 1000
+
+// offsets is the -offset flag: FILE=DURATION, repeatable.
+type offsets map[string]time.Duration
+
+func (o offsets) String() string { return "" }
+
+func (o offsets) Set(v string) error {
+	file, dur, ok := strings.Cut(v, "=")
+	if !ok {
+		return fmt.Errorf("want FILE=DURATION, as trace.json=1.5ms")
+	}
+	d, err := time.ParseDuration(dur)
+	if err != nil {
+		return err
+	}
+	o[file] = d
+	return nil
+}
+
+// runMerge is "tracer merge".
+func runMerge(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("merge", "-o OUT [-offset FILE=DURATION]... [-q] FILE...", stderr)
+	out := fs.String("o", "", "write the merged trace to `OUT` (.gz: gzipped; - for standard output)")
+	offs := offsets{}
+	fs.Var(offs, "offset", "shift `FILE=DURATION`'s timestamps by the duration (after alignment on its anchor, if it has one)")
+	quiet := fs.Bool("q", false, "no progress bar and no report")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	switch {
+	case *out == "":
+		return usageError{"-o OUT is required"}
+	case fs.NArg() == 0:
+		return usageError{"no file to merge"}
+	}
+	for f := range offs {
+		if !slices.Contains(fs.Args(), f) {
+			return usageError{fmt.Sprintf("-offset names %s, which is not among the files", f)}
+		}
+	}
+	report := io.Discard
+	if !*quiet {
+		report = stderr
+	}
+	files, base, err := planMerge(fs.Args(), offs)
+	if err != nil {
+		return err
+	}
+	o, err := createOutput(*out, isGzipName(*out), stdout)
+	if err != nil {
+		return err
+	}
+	m := &merger{out: o, base: base, report: report, quiet: *quiet, used: map[int64]string{}, assigned: map[string]int64{}, next: remapBase, open: map[string][]openB{}}
+	for _, f := range files {
+		if err := m.merge(f); err != nil {
+			o.Abort()
+			return err
+		}
+	}
+	if err := o.Close(); err != nil {
+		return err
+	}
+	dst := *out
+	if dst == "-" {
+		dst = "standard output"
+	}
+	fmt.Fprintf(report, "merged %d files into %s: %d events", len(files), dst, o.events)
+	if m.dups > 0 {
+		fmt.Fprintf(report, " (%d B events repeated by rotation dropped)", m.dups)
+	}
+	fmt.Fprintln(report)
+	return nil
+}
+
+// A mergeFile is one input of a merge.
+type mergeFile struct {
+	path      string
+	group     string // files of one process (a rotated set) share it
+	pid       int64  // the pid the anchor is for
+	anchor    int64  // ts0_unix_ns
+	hasAnchor bool
+	seq       int   // the rotation number, math.MaxInt for the current file
+	offset    int64 // nanoseconds added to every ts
+}
+
+var rotated = regexp.MustCompile(`\.(\d{6})\.[^/]*$`)
+
+// planMerge reads the start of each file for its anchor and returns the
+// files in the order to merge them, the files of a rotated set together,
+// oldest first, and the anchor that becomes ts 0.
+func planMerge(paths []string, offs offsets) ([]*mergeFile, int64, error) {
+	var files []*mergeFile
+	firstOfGroup := map[string]int{}
+	base, anchored := int64(0), false
+	for i, path := range paths {
+		f := &mergeFile{path: path, seq: math.MaxInt, group: "file " + strconv.Itoa(i)}
+		if m := rotated.FindStringSubmatch(filepath.Base(path)); m != nil {
+			f.seq, _ = strconv.Atoi(m[1])
+		}
+		if err := readAnchor(f); err != nil {
+			return nil, 0, err
+		}
+		if f.hasAnchor {
+			// The files of one tracer, rotated, share its pid and anchor.
+			f.group = fmt.Sprintf("pid %d at %d", f.pid, f.anchor)
+			if !anchored || f.anchor < base {
+				base, anchored = f.anchor, true
+			}
+		}
+		if _, ok := firstOfGroup[f.group]; !ok {
+			firstOfGroup[f.group] = i
+		}
+		files = append(files, f)
+	}
+	for _, f := range files {
+		if f.hasAnchor {
+			f.offset = f.anchor - base
+		}
+		f.offset += offs[f.path].Nanoseconds()
+	}
+	slices.SortStableFunc(files, func(a, b *mergeFile) int {
+		return cmp.Or(cmp.Compare(firstOfGroup[a.group], firstOfGroup[b.group]), cmp.Compare(a.seq, b.seq))
+	})
+	return files, base, nil
+}
+
+// readAnchor reads the first events of f for a process_name with a
+// ts0_unix_ns.
+func readAnchor(f *mergeFile) error {
+	in, err := openInput(f.path, true, nil)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	for range headEvents {
+		ev, err := in.r.Next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", f.path, err)
+		}
+		if ev.Phase() != 'M' || string(ev.Name.Raw) != "process_name" || ev.Pid.Kind != trace.NumInt {
+			continue
+		}
+		if a := ev.Arg("ts0_unix_ns"); a != nil && a.IsNum {
+			f.pid = ev.Pid.Int
+			f.anchor, _ = strconv.ParseInt(string(a.Value), 10, 64)
+			f.hasAnchor = true
+			return nil
+		}
+	}
+	return nil
+}
+
+// An openB is a B event without its E yet, in a merge.
+type openB struct {
+	ts   int64
+	name string
+}
+
+// A merger writes the events of its inputs to one output.
+type merger struct {
+	out    *output
+	base   int64
+	report io.Writer
+	quiet  bool
+
+	used     map[int64]string // output pid -> the group using it
+	assigned map[string]int64 // group -> its output pid
+	next     int64            // the next pid to remap to
+
+	// Per group and tid, the B events not yet ended; carried holds, at
+	// the start of a file, those its group's earlier file left open,
+	// which a rotated file writes again at its top.
+	open    map[string][]openB
+	carried map[string][]openB
+	dups    int
+
+	buf   []byte
+	edits []edit
+}
+
+// An edit replaces a span of an event's text.
+type edit struct {
+	span trace.Span
+	with []byte
+}
+
+// merge writes the events of f.
+func (m *merger) merge(f *mergeFile) error {
+	var skipped int
+	in, err := openInput(f.path, m.quiet, func(p trace.Problem) {
+		switch p.Kind {
+		case trace.KindSyntax, trace.KindTorn, trace.KindGzip:
+			skipped++
+			fmt.Fprintf(m.report, "%s:%d: skipped: %s\n", f.path, p.Line, p.Msg)
+		}
+	})
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	m.carried = map[string][]openB{}
+	for k, v := range m.open {
+		if strings.HasPrefix(k, f.group+"\x00") {
+			m.carried[k] = slices.Clone(v)
+		}
+	}
+	pids := map[int64]int64{} // this file's pids -> output pids
+	err = in.each(func(ev *trace.Event) error {
+		m.event(f, ev, pids)
+		return m.out.err
+	})
+	if err != nil {
+		return fmt.Errorf("%s: %w", f.path, err)
+	}
+	return nil
+}
+
+// pidFor returns the output pid of the file's pid, and whether this is
+// the first time the process is seen.
+func (m *merger) pidFor(f *mergeFile, pid int64, pids map[int64]int64) (out int64, isNew bool) {
+	if out, ok := pids[pid]; ok {
+		return out, false
+	}
+	group := f.group
+	if !f.hasAnchor || pid != f.pid {
+		group = fmt.Sprintf("%s pid %d", f.path, pid)
+	}
+	// The files of a rotated set are one process: one pid.
+	out, seen := m.assigned[group]
+	if !seen {
+		out = pid
+		if g, ok := m.used[pid]; ok && g != group {
+			for {
+				out = m.next
+				m.next++
+				if _, ok := m.used[out]; !ok {
+					break
+				}
+			}
+			fmt.Fprintf(m.report, "%s: pid %d is another file's too: it becomes pid %d\n", f.path, pid, out)
+		}
+		m.used[out] = group
+		m.assigned[group] = out
+	}
+	pids[pid] = out
+	return out, !seen
+}
+
+// event writes ev, from f, shifted in time and with its pid remapped.
+func (m *merger) event(f *mergeFile, ev *trace.Event, pids map[int64]int64) {
+	ph := ev.Phase()
+	isProcessName := ph == 'M' && string(ev.Name.Raw) == "process_name"
+	pid, remapped := int64(0), false
+	if ev.Pid.Kind == trace.NumInt {
+		var isNew bool
+		pid, isNew = m.pidFor(f, ev.Pid.Int, pids)
+		remapped = pid != ev.Pid.Int
+		if remapped && isNew && !isProcessName {
+			m.processName(pid, fmt.Sprintf("pid %d of %s", ev.Pid.Int, filepath.Base(f.path)))
+		}
+	}
+	if ph == 'B' || ph == 'E' {
+		if m.rotatedDup(f, ev, ph) {
+			return
+		}
+	}
+	edits := m.edits[:0]
+	if f.offset != 0 && ev.TSSpan.Valid() && ph != 'M' {
+		edits = append(edits, edit{ev.TSSpan, trace.AppendMicros(nil, ev.TS+f.offset)})
+	}
+	if remapped && ev.PidSpan.Valid() {
+		edits = append(edits, edit{ev.PidSpan, strconv.AppendInt(nil, pid, 10)})
+	}
+	if isProcessName {
+		if a := ev.Arg("name"); a != nil && remapped && a.Str.Set {
+			name, _ := json.Marshal(fmt.Sprintf("%s (pid %d)", a.Str.String(), ev.Pid.Int))
+			edits = append(edits, edit{a.Span, name})
+		}
+		// ts 0 of the merged trace is base, in every process.
+		if a := ev.Arg("ts0_unix_ns"); a != nil && f.hasAnchor {
+			edits = append(edits, edit{a.Span, strconv.AppendInt(nil, m.base, 10)})
+		}
+		if a := ev.Arg("ts0_wall"); a != nil && f.hasAnchor {
+			edits = append(edits, edit{a.Span, strconv.AppendQuote(nil, time.Unix(0, m.base).UTC().Format(time.RFC3339Nano))})
+		}
+	}
+	m.edits = edits
+	if len(edits) == 0 {
+		m.out.event(ev.Raw)
+		return
+	}
+	slices.SortFunc(edits, func(a, b edit) int { return cmp.Compare(a.span.Start, b.span.Start) })
+	b := m.buf[:0]
+	at := 0
+	for _, e := range edits {
+		b = append(b, ev.Raw[at:e.span.Start]...)
+		b = append(b, e.with...)
+		at = e.span.End
+	}
+	m.buf = append(b, ev.Raw[at:]...)
+	m.out.event(m.buf)
+}
+
+// processName writes a process_name event.
+func (m *merger) processName(pid int64, name string) {
+	n, _ := json.Marshal(name)
+	m.out.event(fmt.Appendf(nil, `{"name":"process_name","ph":"M","pid":%d,"tid":0,"args":{"name":%s}}`, pid, n))
+}
+
+// rotatedDup follows the B and E events of f's group and reports whether
+// ev is a B event that an earlier file of the group holds already: a
+// rotated file starts with the B events of the spans still open, so that
+// it opens alone in the viewers.
+func (m *merger) rotatedDup(f *mergeFile, ev *trace.Event, ph byte) bool {
+	k := f.group + "\x00" + string(ev.Tid.Raw)
+	if ph == 'E' {
+		if s := m.open[k]; len(s) > 0 {
+			m.open[k] = s[:len(s)-1]
+		}
+		return false
+	}
+	name := ev.Name.String()
+	if c := m.carried[k]; len(c) > 0 {
+		if i := slices.Index(c, openB{ev.TS, name}); i >= 0 {
+			m.carried[k] = slices.Delete(c, i, i+1)
+			m.dups++
+			return true
+		}
+	}
+	m.open[k] = append(m.open[k], openB{ev.TS, name})
+	return false
+}

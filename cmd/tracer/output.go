@@ -1,0 +1,108 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/klauspost/compress/gzip"
+)
+
+// An output is a trace being written: "[", events one per line separated
+// by commas, and "]", so that it is strict JSON and still one event per
+// line. A name ending in ".gz" is gzipped as one member, which
+// chrome://tracing needs (it reads only the first). It is written to a
+// temporary file next to its destination and renamed over it by Close, so
+// that a failure never leaves a half-written file, and the destination
+// may be one of the inputs.
+type output struct {
+	path   string // "" for standard output
+	tmp    *os.File
+	bw     *bufio.Writer
+	zw     *gzip.Writer
+	w      io.Writer
+	events int64
+	err    error
+}
+
+// createOutput starts writing a trace to path, or to stdout if path is
+// "-". Gzip is used if gz is set.
+func createOutput(path string, gz bool, stdout io.Writer) (*output, error) {
+	o := &output{}
+	var dst io.Writer = stdout
+	if path != "-" {
+		tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+		if err != nil {
+			return nil, err
+		}
+		o.path, o.tmp, dst = path, tmp, tmp
+	}
+	o.bw = bufio.NewWriterSize(dst, 1<<20)
+	o.w = o.bw
+	if gz {
+		o.zw, _ = gzip.NewWriterLevel(o.bw, gzip.BestSpeed) // the level is valid
+		o.w = o.zw
+	}
+	o.write([]byte("[\n"))
+	return o, nil
+}
+
+// isGzipName reports whether path names a gzip file.
+func isGzipName(path string) bool { return strings.HasSuffix(path, ".gz") }
+
+func (o *output) write(b []byte) {
+	if o.err == nil {
+		_, o.err = o.w.Write(b)
+	}
+}
+
+// event writes one event, the JSON text of an object.
+func (o *output) event(raw []byte) {
+	if o.events > 0 {
+		o.write([]byte(",\n"))
+	}
+	o.write(raw)
+	o.events++
+}
+
+// Close ends the array and, for a file, replaces the destination with
+// what was written, keeping the mode of the file it replaces.
+func (o *output) Close() error {
+	o.write([]byte("\n]\n"))
+	if o.zw != nil && o.err == nil {
+		o.err = o.zw.Close()
+	}
+	if o.err == nil {
+		o.err = o.bw.Flush()
+	}
+	if o.tmp == nil {
+		return o.err
+	}
+	if o.err == nil {
+		o.err = o.tmp.Sync()
+	}
+	if st, err := os.Stat(o.path); err == nil && o.err == nil {
+		o.err = o.tmp.Chmod(st.Mode().Perm())
+	} else if o.err == nil {
+		o.err = o.tmp.Chmod(0o644)
+	}
+	err := errors.Join(o.err, o.tmp.Close())
+	if err == nil {
+		err = os.Rename(o.tmp.Name(), o.path)
+	}
+	if err != nil {
+		os.Remove(o.tmp.Name())
+	}
+	return err
+}
+
+// Abort gives up the output: the destination is left as it was.
+func (o *output) Abort() {
+	if o.tmp != nil {
+		o.tmp.Close()
+		os.Remove(o.tmp.Name())
+	}
+}

@@ -1,0 +1,153 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+
+	"github.com/gotracer/tracer/cmd/tracer/internal/trace"
+)
+
+// runRepair is "tracer repair".
+func runRepair(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("repair", "[-o OUT | -i] [-close-open] [-q] FILE", stderr)
+	out := fs.String("o", "", "write to `OUT` (default FILE.repaired.json, or .json.gz; - for standard output)")
+	inPlace := fs.Bool("i", false, "replace FILE, atomically")
+	closeOpen := fs.Bool("close-open", false, "end spans still open (B without E) at the last timestamp")
+	quiet := fs.Bool("q", false, "no progress bar and no report")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	switch {
+	case fs.NArg() != 1:
+		return usageError{"repair takes one file"}
+	case *inPlace && *out != "":
+		return usageError{"-i and -o exclude each other"}
+	}
+	path := fs.Arg(0)
+	dst := *out
+	if *inPlace {
+		dst = path
+	} else if dst == "" {
+		dst = repairedName(path)
+	}
+	report := io.Discard
+	if !*quiet {
+		report = stderr
+	}
+	return repair(path, dst, *closeOpen, *inPlace, *quiet, stdout, report)
+}
+
+// repairedName returns where the repair of path goes by default:
+// trace.json becomes trace.repaired.json, trace.json.gz
+// trace.repaired.json.gz.
+func repairedName(path string) string {
+	dir, base := filepath.Split(path)
+	gz := strings.HasSuffix(base, ".gz")
+	base = strings.TrimSuffix(base, ".gz")
+	ext := filepath.Ext(base)
+	name := strings.TrimSuffix(base, ext) + ".repaired" + ext
+	if ext == "" {
+		name += ".json"
+	}
+	if gz {
+		name += ".gz"
+	}
+	return filepath.Join(dir, name)
+}
+
+// repair writes the events of the file at path that the viewers can read
+// to dst as a strict-JSON trace, and says on report what it changed.
+func repair(path, dst string, closeOpen, inPlace, quiet bool, stdout, report io.Writer) error {
+	var dropped, fixed int
+	in, err := openInput(path, quiet, func(p trace.Problem) {
+		switch p.Kind {
+		case trace.KindSyntax, trace.KindTorn:
+			dropped++
+			fmt.Fprintf(report, "%s:%d: dropped: %s\n", path, p.Line, p.Msg)
+		case trace.KindGzip:
+			fmt.Fprintf(report, "%s: %s\n", path, p.Msg)
+		case trace.KindFraming:
+			// The output is framed anew: commas, brackets, nothing after.
+			fmt.Fprintf(report, "%s:%d: fixed: %s\n", path, p.Line, p.Msg)
+		case trace.KindUTF8:
+			fixed++
+		}
+	})
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	gz := isGzipName(dst) || inPlace && in.src.Gzip
+	o, err := createOutput(dst, gz, stdout)
+	if err != nil {
+		return err
+	}
+	a := trace.NewAnalyzer()
+	err = in.each(func(ev *trace.Event) error {
+		a.Add(ev)
+		raw := ev.Raw
+		if ev.BadUTF8 >= 0 {
+			// Invalid UTF-8 can only be inside strings (anywhere else it
+			// is a syntax error), where an escaped U+FFFD is valid.
+			raw = bytes.ToValidUTF8(raw, []byte(`\ufffd`))
+		}
+		o.event(raw)
+		return o.err
+	})
+	if err != nil {
+		o.Abort()
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	closed := 0
+	if closeOpen {
+		for _, s := range a.Open() {
+			o.event(endEvent(s, a.MaxTS))
+			closed++
+		}
+	}
+	if err := o.Close(); err != nil {
+		return err
+	}
+	var did []string
+	if dropped > 0 {
+		did = append(did, fmt.Sprintf("dropped %d broken events", dropped))
+	}
+	if fixed > 0 {
+		did = append(did, fmt.Sprintf("replaced invalid UTF-8 in %d events", fixed))
+	}
+	if closed > 0 {
+		did = append(did, fmt.Sprintf("closed %d open spans at ts %s", closed, trace.AppendMicros(nil, a.MaxTS)))
+	} else if open := len(a.Open()); open > 0 {
+		did = append(did, fmt.Sprintf("left %d spans open (-close-open ends them)", open))
+	}
+	if len(did) == 0 {
+		did = append(did, "nothing to repair")
+	}
+	if dst == "-" {
+		dst = "standard output"
+	}
+	fmt.Fprintf(report, "%s: %s; wrote %d events to %s\n", path, strings.Join(did, ", "), o.events, dst)
+	return nil
+}
+
+// endEvent returns the E event that ends the open span s at ts.
+func endEvent(s trace.OpenSpan, ts int64) []byte {
+	name, _ := json.Marshal(s.Name) // a string marshals
+	b := append([]byte(`{"name":`), name...)
+	b = append(b, `,"ph":"E","ts":`...)
+	b = trace.AppendMicros(b, ts)
+	if s.Pid.Raw != nil {
+		b = append(b, `,"pid":`...)
+		b = append(b, s.Pid.Raw...)
+	}
+	if s.Tid.Raw != nil {
+		b = append(b, `,"tid":`...)
+		b = append(b, s.Tid.Raw...)
+	}
+	b = append(b, `,"args":{"closed_by":"tracer repair"}}`...)
+	return b
+}

@@ -1,0 +1,250 @@
+package main
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/gotracer/tracer/cmd/tracer/internal/trace"
+)
+
+// Stats is what "tracer stats -json" prints. Durations and times are in
+// nanoseconds; times are relative to ts 0 of the trace.
+type Stats struct {
+	File     string         `json:"file"`
+	Events   int64          `json:"events"`
+	Problems int            `json:"problems"` // found while reading: run check for the list
+	Start    int64          `json:"start_ns"`
+	End      int64          `json:"end_ns"`
+	Duration int64          `json:"duration_ns"`
+	Wall     string         `json:"wall_start,omitempty"` // the wall-clock time of Start, if the trace has an anchor
+	Dropped  float64        `json:"dropped"`              // from the tracer.dropped counters
+	Spans    []SpanStats    `json:"spans"`
+	Tracks   []TrackStats   `json:"tracks"`
+	Counters []CounterStats `json:"counters"`
+	// QuantileError is the relative error of P50, P95 and P99.
+	QuantileError float64 `json:"quantile_error"`
+}
+
+// SpanStats are the numbers of the slices of one name.
+type SpanStats struct {
+	Name  string `json:"name"`
+	Count int64  `json:"count"`
+	Total int64  `json:"total_ns"`
+	Self  int64  `json:"self_ns"`
+	Mean  int64  `json:"mean_ns"`
+	P50   int64  `json:"p50_ns"`
+	P95   int64  `json:"p95_ns"`
+	P99   int64  `json:"p99_ns"`
+	Max   int64  `json:"max_ns"`
+}
+
+// TrackStats are the numbers of one track (a goroutine, for the tracer
+// package): Share is Busy over the trace's duration.
+type TrackStats struct {
+	Pid     string  `json:"pid"`
+	Tid     string  `json:"tid"`
+	Process string  `json:"process,omitempty"` // the process's name
+	Name    string  `json:"name,omitempty"`    // the track's (thread's) name
+	Slices  int64   `json:"slices"`
+	Busy    int64   `json:"busy_ns"`
+	Share   float64 `json:"share"`
+}
+
+// CounterStats are the numbers of one series of a counter.
+type CounterStats struct {
+	Pid     string  `json:"pid"`
+	Name    string  `json:"name"`
+	Key     string  `json:"key"`
+	Samples int64   `json:"samples"`
+	Min     float64 `json:"min"`
+	Mean    float64 `json:"mean"`
+	Max     float64 `json:"max"`
+}
+
+// spanSorts are the orders -sort takes, each descending but name.
+var spanSorts = map[string]func(a, b SpanStats) int{
+	"total": func(a, b SpanStats) int { return cmp.Compare(b.Total, a.Total) },
+	"self":  func(a, b SpanStats) int { return cmp.Compare(b.Self, a.Self) },
+	"count": func(a, b SpanStats) int { return cmp.Compare(b.Count, a.Count) },
+	"mean":  func(a, b SpanStats) int { return cmp.Compare(b.Mean, a.Mean) },
+	"p50":   func(a, b SpanStats) int { return cmp.Compare(b.P50, a.P50) },
+	"p95":   func(a, b SpanStats) int { return cmp.Compare(b.P95, a.P95) },
+	"p99":   func(a, b SpanStats) int { return cmp.Compare(b.P99, a.P99) },
+	"max":   func(a, b SpanStats) int { return cmp.Compare(b.Max, a.Max) },
+	"name":  func(a, b SpanStats) int { return strings.Compare(a.Name, b.Name) },
+}
+
+// runStats is "tracer stats".
+func runStats(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("stats", "[-top N] [-sort KEY] [-json] [-q] FILE", stderr)
+	top := fs.Int("top", 20, "show the first `N` span names and tracks (0: all)")
+	sortBy := fs.String("sort", "total", "order span names by `KEY`: total, self, count, mean, p50, p95, p99, max or name")
+	asJSON := fs.Bool("json", false, "print JSON, every span name, track and counter")
+	quiet := fs.Bool("q", false, "no progress bar")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	order, ok := spanSorts[*sortBy]
+	switch {
+	case fs.NArg() != 1:
+		return usageError{"stats takes one file"}
+	case !ok:
+		return usageError{fmt.Sprintf("-sort %q: want total, self, count, mean, p50, p95, p99, max or name", *sortBy)}
+	case *top < 0:
+		return usageError{"-top must not be negative"}
+	}
+	s, err := computeStats(fs.Arg(0), *quiet)
+	if err != nil {
+		return err
+	}
+	slices.SortStableFunc(s.Spans, order)
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(s)
+	}
+	if s.Problems > 0 {
+		fmt.Fprintf(stderr, "tracer stats: %s has %d %s: run tracer check\n", s.File, s.Problems, plural(s.Problems, "problem"))
+	}
+	return printStats(stdout, s, *top)
+}
+
+// computeStats reads the file at path and returns its numbers, spans
+// sorted by total time and tracks by busy time.
+func computeStats(path string, quiet bool) (*Stats, error) {
+	problems := 0
+	in, err := openInput(path, quiet, func(trace.Problem) { problems++ })
+	if err != nil {
+		return nil, err
+	}
+	defer in.Close()
+	a := trace.NewAnalyzer()
+	a.Stats = true
+	a.OnProblem = func(trace.Problem) { problems++ }
+	if err := in.each(func(ev *trace.Event) error { a.Add(ev); return nil }); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	a.Finish(in.crashed())
+	if a.Events == 0 && problems > 0 {
+		return nil, fmt.Errorf("%s: no events read, and %d %s: run tracer check", path, problems, plural(problems, "problem"))
+	}
+
+	s := &Stats{File: path, Events: a.Events, Problems: problems, QuantileError: trace.SketchError}
+	if a.HasTS {
+		s.Start, s.End, s.Duration = a.MinTS, a.MaxTS, a.MaxTS-a.MinTS
+	}
+	anchored := false
+	var anchor int64
+	for _, p := range a.Processes {
+		s.Dropped += p.Dropped
+		if p.HasAnchor && (!anchored || p.Anchor < anchor) {
+			anchored, anchor = true, p.Anchor
+		}
+	}
+	if anchored {
+		s.Wall = time.Unix(0, anchor+s.Start).UTC().Format(time.RFC3339Nano)
+	}
+	for _, n := range a.Names {
+		if n.Count == 0 {
+			continue // the name of an E, or of a B never closed
+		}
+		d := &n.Durations
+		s.Spans = append(s.Spans, SpanStats{
+			Name: n.Name, Count: n.Count, Total: n.Total, Self: n.Self, Mean: n.Total / n.Count,
+			P50: d.Quantile(0.50), P95: d.Quantile(0.95), P99: d.Quantile(0.99), Max: n.Max,
+		})
+	}
+	slices.SortStableFunc(s.Spans, spanSorts["total"])
+	for _, t := range a.Tracks() {
+		ts := TrackStats{Pid: t.Pid, Tid: t.Tid, Process: t.Process, Name: t.Name, Slices: t.Slices, Busy: t.Busy}
+		if s.Duration > 0 {
+			ts.Share = float64(t.Busy) / float64(s.Duration)
+		}
+		s.Tracks = append(s.Tracks, ts)
+	}
+	slices.SortStableFunc(s.Tracks, func(a, b TrackStats) int { return cmp.Compare(b.Busy, a.Busy) })
+	for _, c := range a.Counters {
+		s.Counters = append(s.Counters, CounterStats{Pid: c.Pid, Name: c.Name, Key: c.Key, Samples: c.N, Min: c.Min, Mean: c.Sum / float64(c.N), Max: c.Max})
+	}
+	return s, nil
+}
+
+// printStats prints s as tables.
+func printStats(w io.Writer, s *Stats, top int) error {
+	limit := func(n int) int {
+		if top == 0 || top > n {
+			return n
+		}
+		return top
+	}
+	fmt.Fprintf(w, "%s: %d events, %d span names, %d tracks\n", s.File, s.Events, len(s.Spans), len(s.Tracks))
+	fmt.Fprintf(w, "time range: %s to %s (%s)", fmtDur(s.Start), fmtDur(s.End), fmtDur(s.Duration))
+	if s.Wall != "" {
+		fmt.Fprintf(w, ", from %s", s.Wall)
+	}
+	fmt.Fprintf(w, "\ndropped events: %s\n", strconv.FormatFloat(s.Dropped, 'f', -1, 64))
+
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(w, "\nspans (%d of %d; p50/p95/p99 within %.0f%%):\n", limit(len(s.Spans)), len(s.Spans), 100*s.QuantileError)
+	fmt.Fprintln(tw, "count\ttotal\tself\tmean\tp50\tp95\tp99\tmax\t  name")
+	for _, n := range s.Spans[:limit(len(s.Spans))] {
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t  %s\n", n.Count, fmtDur(n.Total), fmtDur(n.Self), fmtDur(n.Mean),
+			fmtDur(n.P50), fmtDur(n.P95), fmtDur(n.P99), fmtDur(n.Max), n.Name)
+	}
+	tw.Flush()
+
+	fmt.Fprintf(w, "\ntracks (%d of %d, by busy time):\n", limit(len(s.Tracks)), len(s.Tracks))
+	fmt.Fprintln(tw, "pid\ttid\tslices\tbusy\tshare\t  process: name")
+	for _, t := range s.Tracks[:limit(len(s.Tracks))] {
+		name := t.Name
+		if t.Process != "" {
+			name = t.Process + ": " + name
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%.1f%%\t  %s\n", t.Pid, t.Tid, t.Slices, fmtDur(t.Busy), 100*t.Share, name)
+	}
+	tw.Flush()
+
+	if len(s.Counters) > 0 {
+		fmt.Fprintf(w, "\ncounters:\n")
+		fmt.Fprintln(tw, "pid\tsamples\tmin\tmean\tmax\t  name")
+		for _, c := range s.Counters {
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t  %s\n", c.Pid, c.Samples, fmtNum(c.Min), fmtNum(c.Mean), fmtNum(c.Max), c.Name+" "+c.Key)
+		}
+		tw.Flush()
+	}
+	return nil
+}
+
+// fmtDur formats nanoseconds with three significant digits.
+func fmtDur(ns int64) string {
+	neg := ""
+	if ns < 0 {
+		neg, ns = "-", -ns
+	}
+	units := []struct {
+		name string
+		ns   float64
+	}{{"s", 1e9}, {"ms", 1e6}, {"µs", 1e3}}
+	for _, u := range units {
+		if float64(ns) >= u.ns {
+			return neg + strconv.FormatFloat(round3(float64(ns)/u.ns), 'f', -1, 64) + u.name
+		}
+	}
+	return neg + strconv.FormatInt(ns, 10) + "ns"
+}
+
+// round3 rounds f, at least 1, to three significant digits.
+func round3(f float64) float64 {
+	scale := math.Pow(10, 2-math.Floor(math.Log10(f)))
+	return math.Round(f*scale) / scale
+}
+
+func fmtNum(f float64) string { return strconv.FormatFloat(f, 'g', 6, 64) }

@@ -1,0 +1,146 @@
+package main
+
+import (
+	"cmp"
+	"encoding/json"
+	"math"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"testing"
+
+	"github.com/gotracer/tracer/cmd/tracer/internal/trace"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestStatsHandMade checks every number stats prints on a file small
+// enough to work out by hand.
+func TestStatsHandMade(t *testing.T) {
+	path := writeFile(t, t.TempDir(), "t.json", `[
+{"name":"process_name","ph":"M","pid":1,"tid":0,"args":{"name":"p","ts0_unix_ns":1000000000000}},
+{"name":"thread_name","ph":"M","pid":1,"tid":2,"args":{"name":"worker"}},
+{"name":"tracer.dropped","ph":"C","ts":0,"pid":1,"args":{"events":0}},
+{"name":"child","ph":"X","ts":10,"dur":20,"pid":1,"tid":2},
+{"name":"child","ph":"X","ts":40,"dur":40,"pid":1,"tid":2},
+{"name":"parent","ph":"X","ts":5,"dur":90,"pid":1,"tid":2},
+{"name":"open","ph":"B","ts":100,"pid":1,"tid":3},
+{"name":"child","ph":"X","ts":110,"dur":60,"pid":1,"tid":3},
+{"name":"open","ph":"E","ts":200,"pid":1,"tid":3},
+{"name":"mem","ph":"C","ts":50,"pid":1,"args":{"heap":10,"stack":1}},
+{"name":"mem","ph":"C","ts":60,"pid":1,"args":{"heap":30,"stack":1}},
+{"name":"huge","ph":"C","ts":60,"pid":1,"args":{"v":-1e999}},
+{"name":"tracer.dropped","ph":"C","ts":200,"pid":1,"args":{"events":12}}
+]`)
+	code, stdout, stderr := runCmd("stats", "-json", path)
+	require.Equal(t, 0, code, stderr)
+	var s Stats
+	require.NoError(t, json.Unmarshal([]byte(stdout), &s))
+	us := func(n int64) int64 { return n * 1000 }
+	assert.Equal(t, int64(13), s.Events)
+	assert.Zero(t, s.Problems)
+	assert.Equal(t, int64(0), s.Start)
+	assert.Equal(t, us(200), s.End)
+	assert.Equal(t, "1970-01-01T00:16:40Z", s.Wall)
+	assert.Equal(t, 12.0, s.Dropped)
+	assert.Equal(t, []SpanStats{
+		{Name: "child", Count: 3, Total: us(120), Self: us(120), Mean: us(40), P50: us(40), P95: us(60), P99: us(60), Max: us(60)},
+		{Name: "open", Count: 1, Total: us(100), Self: us(40), Mean: us(100), P50: us(100), P95: us(100), P99: us(100), Max: us(100)},
+		{Name: "parent", Count: 1, Total: us(90), Self: us(30), Mean: us(90), P50: us(90), P95: us(90), P99: us(90), Max: us(90)},
+	}, roundQuantiles(s.Spans))
+	assert.Equal(t, []TrackStats{
+		{Pid: "1", Tid: "3", Process: "p", Slices: 2, Busy: us(100), Share: 0.5},
+		{Pid: "1", Tid: "2", Process: "p", Name: "worker", Slices: 3, Busy: us(90), Share: 0.45},
+	}, s.Tracks)
+	assert.Contains(t, s.Counters, CounterStats{Pid: "1", Name: "mem", Key: "heap", Samples: 2, Min: 10, Mean: 20, Max: 30})
+	assert.Contains(t, s.Counters, CounterStats{Pid: "1", Name: "huge", Key: "v", Samples: 1, Min: -math.MaxFloat64, Mean: -math.MaxFloat64, Max: -math.MaxFloat64})
+
+	// The table, sorted and cut.
+	code, stdout, _ = runCmd("stats", "-sort", "self", "-top", "1", path)
+	require.Equal(t, 0, code)
+	assert.Contains(t, stdout, "spans (1 of 3;")
+	assert.Regexp(t, `\s3\s+120µs\s+120µs\s+40µs\s+\S+\s+\S+\s+\S+\s+60µs\s+child\n`, stdout)
+	assert.Contains(t, stdout, "dropped events: 12\n")
+	assert.Contains(t, stdout, "time range: 0ns to 200µs (200µs), from 1970-01-01T00:16:40Z\n")
+	assert.Regexp(t, `1\s+3\s+2\s+100µs\s+50.0%`, stdout)
+}
+
+// roundQuantiles rounds the quantiles of spans to the microsecond: they
+// are within 1%, and this file's durations are whole microseconds.
+func roundQuantiles(spans []SpanStats) []SpanStats {
+	r := func(v int64) int64 { return int64(math.Round(float64(v)/1000)) * 1000 }
+	for i := range spans {
+		spans[i].P50, spans[i].P95, spans[i].P99 = r(spans[i].P50), r(spans[i].P95), r(spans[i].P99)
+	}
+	return spans
+}
+
+// TestStatsLibraryFile checks stats on a file the tracer package wrote
+// against numbers worked out here from the events parsed by
+// encoding/json: per name, count, total and max exactly, self time by a
+// sort and a stack, percentiles within the sketch's error; per track,
+// busy time as the union of its slices.
+func TestStatsLibraryFile(t *testing.T) {
+	path := generate(t, filepath.Join(t.TempDir(), "lib.json"), 4<<20)
+	got, err := computeStats(path, true)
+	require.NoError(t, err)
+	require.Zero(t, got.Problems)
+
+	type slice struct {
+		name       string
+		start, end int64
+	}
+	ns := func(v any) int64 { return int64(math.Round(v.(float64) * 1000)) }
+	byTrack := map[string][]slice{}
+	durs := map[string][]int64{}
+	for _, e := range strictEvents(t, path) {
+		if e["ph"] != "X" {
+			continue
+		}
+		s := slice{e["name"].(string), ns(e["ts"]), ns(e["ts"]) + ns(e["dur"])}
+		tid := strconv.FormatFloat(e["tid"].(float64), 'f', -1, 64)
+		byTrack[tid] = append(byTrack[tid], s)
+		durs[s.name] = append(durs[s.name], s.end-s.start)
+	}
+	self := map[string]int64{}
+	busy := map[string]int64{}
+	for tid, slices_ := range byTrack {
+		slices.SortFunc(slices_, func(a, b slice) int { return cmp.Or(cmp.Compare(a.start, b.start), cmp.Compare(b.end, a.end)) })
+		var stack []slice
+		for _, s := range slices_ {
+			for len(stack) > 0 && stack[len(stack)-1].end <= s.start {
+				stack = stack[:len(stack)-1]
+			}
+			self[s.name] += s.end - s.start
+			if len(stack) > 0 {
+				self[stack[len(stack)-1].name] -= s.end - s.start
+			} else {
+				busy[tid] += s.end - s.start
+			}
+			stack = append(stack, s)
+		}
+	}
+	require.Len(t, got.Spans, len(durs))
+	for _, s := range got.Spans {
+		d := durs[s.Name]
+		slices.Sort(d)
+		var total int64
+		for _, v := range d {
+			total += v
+		}
+		assert.Equal(t, int64(len(d)), s.Count, s.Name)
+		assert.Equal(t, total, s.Total, s.Name)
+		assert.Equal(t, total/int64(len(d)), s.Mean, s.Name)
+		assert.Equal(t, d[len(d)-1], s.Max, s.Name)
+		assert.Equal(t, self[s.Name], s.Self, s.Name)
+		for q, v := range map[float64]int64{0.5: s.P50, 0.95: s.P95, 0.99: s.P99} {
+			exact := d[max(int(math.Ceil(q*float64(len(d)))), 1)-1] // nearest rank
+			assert.InDelta(t, exact, v, trace.SketchError*float64(exact)+0.5, "%s p%v", s.Name, q*100)
+		}
+	}
+	require.Len(t, got.Tracks, len(byTrack))
+	for _, tr := range got.Tracks {
+		assert.Equal(t, busy[tr.Tid], tr.Busy, "tid %s", tr.Tid)
+		assert.InDelta(t, float64(tr.Busy)/float64(got.Duration), tr.Share, 1e-9)
+	}
+}
