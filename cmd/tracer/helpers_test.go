@@ -74,12 +74,10 @@ func workload(tr *tracer.Tracer, workers int, stop func() bool) {
 // about size bytes uncompressed.
 func generate(t testing.TB, path string, size int64, opts ...tracer.Option) string {
 	t.Helper()
-	tr, err := tracer.New(path, append([]tracer.Option{tracer.WithBufferSize(1 << 16)}, opts...)...)
+	tr, err := tracer.New(path, opts...)
 	require.NoError(t, err)
 	workload(tr, 4, func() bool {
-		// Flushing from the workers keeps the rings from overflowing:
-		// a dropped span would leave its children's flows outside it.
-		tr.Flush()
+		tr.Flush() // so that Stats().Bytes tells the size so far
 		return tr.Stats().Bytes >= uint64(size)
 	})
 	require.NoError(t, tr.Close())
