@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// Tracing without changing the code.
+// Tracing without changing the code: the environment variables below.
 //
 // When the environment variable TRACER_FILE is set at start-up, the default
 // tracer starts by itself, before main runs, writing to that path, so the
@@ -47,9 +47,8 @@ import (
 //	defer tracer.Stop()
 //
 // A program that calls Start itself gets ErrStarted while TRACER_FILE is
-// set, because the default tracer is already running.
-
-// Environment variables read at start-up; see above.
+// set, because the default tracer is already running: treat ErrStarted
+// from Start as "already tracing".
 const (
 	EnvFile        = "TRACER_FILE"
 	EnvFlush       = "TRACER_FLUSH"
