@@ -45,6 +45,7 @@ import (
 	"bufio"
 	"crypto/rand"
 	"encoding/binary"
+	"io"
 	"net"
 	"net/http"
 	"strconv"
@@ -174,13 +175,24 @@ func (w *responseWriter) status() int {
 // Unwrap lets http.ResponseController reach the server's writer.
 func (w *responseWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// Flush keeps streaming handlers that assert http.Flusher working.
+// ReadFrom keeps io.Copy to the response as fast as without the wrapper:
+// the server's writer sends a file with sendfile.
+func (w *responseWriter) ReadFrom(r io.Reader) (int64, error) {
+	w.wrote = true
+	n, err := io.Copy(w.ResponseWriter, r)
+	w.bytes += n
+	return n, err
+}
+
+// Flush and Hijack keep handlers that assert http.Flusher (streaming) or
+// http.Hijacker (WebSockets) working. Like http.ResponseController, they
+// reach the server's writer through Unwrap; Hijack fails where the server
+// cannot hijack (HTTP/2).
 func (w *responseWriter) Flush() {
 	w.wrote = true
 	_ = http.NewResponseController(w.ResponseWriter).Flush()
 }
 
-// Hijack keeps handlers that assert http.Hijacker (WebSockets) working.
 func (w *responseWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	w.wrote = true
 	return http.NewResponseController(w.ResponseWriter).Hijack()
