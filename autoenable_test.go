@@ -42,10 +42,10 @@ func TestAutoChild(t *testing.T) {
 	case "return":
 		// Long enough for a flush (TRACER_FLUSH=10ms) before the normal
 		// exit, which no hook can catch.
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(300 * time.Millisecond) // thirty flush intervals: margin for a loaded machine
 	case "signal":
+		defer Span("waiting for the signal")() // open when the signal comes: written as B by Stop
 		os.Stdout.WriteString("READY\n")
-		defer Span("waiting for the signal")()
 		for {
 			time.Sleep(time.Millisecond)
 		}
