@@ -107,8 +107,7 @@ func TestServerAndClient(t *testing.T) {
 
 	// The server's spans, on the serving goroutines, with the handler's
 	// spans inside.
-	items := tracecheck.Phase(tracecheck.Named(evs, "GET /items/{id}"), "X")
-	require.Len(t, items, 9) // 8 and the forged one
+	require.Len(t, tracecheck.SlicesNamed(tracks, "GET /items/{id}"), 9) // 8 and the forged one
 	for _, e := range tracecheck.Named(evs, "load") {
 		outer, ok := tracecheck.Enclosing(tracks, e.Tid, e.Ts-0.001)
 		require.True(t, ok)
@@ -220,7 +219,7 @@ func TestPanickingHandler(t *testing.T) {
 	require.Len(t, ops, 1)
 	assert.Equal(t, "HTTP GET", ops[0].Begin.Name)
 	assert.Equal(t, true, ops[0].End.Args["panic"])
-	assert.Len(t, tracecheck.Phase(tracecheck.Named(evs, "HTTP GET"), "X"), 1)
+	assert.Len(t, tracecheck.SlicesNamed(tracecheck.Tracks(t, evs), "HTTP GET"), 1)
 }
 
 // TestRouteOfWrappedMux checks the route when the ServeMux is behind

@@ -263,3 +263,19 @@ func (r Report) Totals() map[string]float64 {
 	}
 	return out
 }
+
+// SlicesNamed returns the slices named name on every track, sorted by
+// start: X events and B/E pairs alike, since a span that outlives a flush
+// interval is written as B and E.
+func SlicesNamed(tracks map[uint64][]Slice, name string) []Slice {
+	var out []Slice
+	for _, ss := range tracks {
+		for _, s := range ss {
+			if s.Name == name {
+				out = append(out, s)
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Start < out[j].Start })
+	return out
+}
