@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"time"
 
 	"github.com/gotracer/tracer"
 	"github.com/gotracer/tracer/tracehttp"
@@ -19,7 +20,9 @@ import (
 // server's.
 func Example() {
 	var buf bytes.Buffer
-	t, _ := tracer.NewWriter(&buf)
+	// A long flush interval keeps every span one X event, however slow
+	// the machine, so the output below is stable.
+	t, _ := tracer.NewWriter(&buf, tracer.WithFlushInterval(10*time.Second))
 	tracer.SetDefault(t) // or tracer.Start("trace.json")
 
 	mux := http.NewServeMux()
