@@ -21,7 +21,8 @@ import (
 //
 //	TRACER_FILE          the path, as for Start (".gz" gzips)
 //	TRACER_FLUSH         WithFlushInterval, a time.ParseDuration string ("50ms")
-//	TRACER_BUFFER        WithBufferSize, events per P
+//	TRACER_BUFFER        WithBufferLimit, bytes
+//	TRACER_LOSSLESS      WithLossless, if true ("1", "true")
 //	TRACER_GZIP          WithGzip, a level from 1 to 9
 //	TRACER_CATEGORIES    WithCategories, names separated by commas
 //	TRACER_PROCESS_NAME  WithProcessName
@@ -53,6 +54,7 @@ const (
 	EnvFile        = "TRACER_FILE"
 	EnvFlush       = "TRACER_FLUSH"
 	EnvBuffer      = "TRACER_BUFFER"
+	EnvLossless    = "TRACER_LOSSLESS"
 	EnvGzip        = "TRACER_GZIP"
 	EnvCategories  = "TRACER_CATEGORIES"
 	EnvProcessName = "TRACER_PROCESS_NAME"
@@ -109,13 +111,22 @@ func envOptions(getenv func(string) string) ([]Option, error) {
 		opts = append(opts, WithFlushInterval(d))
 	}
 	for _, err := range []error{
-		integer(EnvBuffer, 32, func(n int64) Option { return WithBufferSize(int(n)) }),
+		integer(EnvBuffer, 64, func(n int64) Option { return WithBufferLimit(int(n)) }),
 		integer(EnvGzip, 32, func(n int64) Option { return WithGzip(int(n)) }),
 		integer(EnvMaxFileSize, 64, WithMaxFileSize),
 		integer(EnvMaxFiles, 32, func(n int64) Option { return WithMaxFiles(int(n)) }),
 	} {
 		if err != nil {
 			return nil, err
+		}
+	}
+	if s := getenv(EnvLossless); s != "" {
+		lossless, err := strconv.ParseBool(s)
+		if err != nil {
+			return nil, fmt.Errorf("%s=%s: not a boolean", EnvLossless, s)
+		}
+		if lossless {
+			opts = append(opts, WithLossless())
 		}
 	}
 	if s := getenv(EnvCategories); s != "" {

@@ -64,7 +64,7 @@ func TestAutoEnable(t *testing.T) {
 		{mode: "stop", closed: true},
 		{mode: "return", env: []string{EnvFlush + "=10ms"}},
 		{mode: "signal", closed: true, extra: "waiting for the signal"},
-		{mode: "stop", env: []string{EnvProcessName + "=auto child", EnvBuffer + "=1024"}, closed: true},
+		{mode: "stop", env: []string{EnvProcessName + "=auto child", EnvBuffer + "=1048576", EnvLossless + "=true"}, closed: true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.mode+strings.Join(tc.env, ","), func(t *testing.T) {
@@ -128,6 +128,8 @@ func TestAutoEnableOff(t *testing.T) {
 		{map[string]string{EnvFlush: "fast"}, "TRACER_FLUSH=fast"},
 		{map[string]string{EnvFlush: "0s"}, "flush interval"},
 		{map[string]string{EnvBuffer: "lots"}, "TRACER_BUFFER=lots: not an integer"},
+		{map[string]string{EnvBuffer: "1024"}, "buffer limit"},
+		{map[string]string{EnvLossless: "maybe"}, "TRACER_LOSSLESS=maybe: not a boolean"},
 		{map[string]string{EnvGzip: "11"}, "gzip"},
 		{map[string]string{EnvCategories: "a,,b"}, "invalid category"},
 	}

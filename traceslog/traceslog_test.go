@@ -155,7 +155,7 @@ func TestHandlerAllocations(t *testing.T) {
 // every integration are in the benchmarks module.
 func BenchmarkHandler(b *testing.B) {
 	ctx := context.Background()
-	tr, err := tracer.NewWriter(io.Discard, tracer.WithBufferSize(1<<16))
+	tr, err := tracer.NewWriter(io.Discard)
 	require.NoError(b, err)
 	defer tr.Close()
 	for _, bc := range []struct {
