@@ -2,6 +2,7 @@ package tracer_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"log"
@@ -145,4 +146,28 @@ func ExampleCategory() {
 	// Output:
 	// X query [db]
 	// X lookup [cache]
+}
+
+// A flow reaches the goroutine that finishes the work through a context,
+// not through a parameter.
+func ExampleContextWithFlow() {
+	t, buf := newBufferTracer()
+	ctx := context.Background()
+	end := t.Span("enqueue")
+	ctx = tracer.ContextWithFlow(ctx, t.FlowStart("job"))
+	end()
+
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer t.Span("run job")()
+		tracer.FlowFromContext(ctx).End()
+	}()
+	<-done
+	closeAndPrint(t, buf)
+	// Output:
+	// s job
+	// X enqueue
+	// f job
+	// X run job
 }

@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/google/chrometracing v0.0.0-20210413150014-55fded0163e7
 	github.com/gotracer/tracer v0.0.0
+	github.com/gotracer/tracer/traceotel v0.0.0
 	github.com/petermattis/goid v0.0.0-20260820044319-269ab09b5261
 	go.opentelemetry.io/otel v1.47.0
 	go.opentelemetry.io/otel/metric v1.47.0
@@ -26,3 +27,5 @@ require (
 )
 
 replace github.com/gotracer/tracer => ../
+
+replace github.com/gotracer/tracer/traceotel => ../traceotel

@@ -1,0 +1,139 @@
+package tracer
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Tracing without changing the code: the environment variables below.
+//
+// When the environment variable TRACER_FILE is set at start-up, the default
+// tracer starts by itself, before main runs, writing to that path, so the
+// Span calls already in a program record without a Start in it:
+//
+//	TRACER_FILE=trace.json ./server
+//	TRACER_FILE=trace.json.gz TRACER_FLUSH=50ms go run ./cmd/server
+//
+// These variables set the options:
+//
+//	TRACER_FILE          the path, as for Start (".gz" gzips)
+//	TRACER_FLUSH         WithFlushInterval, a time.ParseDuration string ("50ms")
+//	TRACER_BUFFER        WithBufferLimit, bytes
+//	TRACER_LOSSLESS      WithLossless, if true ("1", "true")
+//	TRACER_GZIP          WithGzip, a level from 1 to 9
+//	TRACER_CATEGORIES    WithCategories, names separated by commas
+//	TRACER_PROCESS_NAME  WithProcessName
+//	TRACER_MAX_FILE_SIZE WithMaxFileSize, bytes
+//	TRACER_MAX_FILES     WithMaxFiles
+//
+// A variable that does not parse, or a file that cannot be created, is
+// reported on standard error and tracing stays off: a trace is never a
+// reason for the program not to run. Without TRACER_FILE the cost is one
+// os.Getenv at start-up; the recording calls cost what they always do when
+// tracing is off.
+//
+// How the file ends. The tracer started this way also stops on SIGINT and
+// SIGTERM (StopOnSignal), which closes the file, and writes what was
+// recorded every flush interval. Go runs no hook when main returns or
+// os.Exit is called, so a program that simply ends leaves its file
+// unterminated, as after a kill: both viewers open it, and it holds every
+// event recorded up to the last flush, so at most the last flush interval
+// (100ms by default, TRACER_FLUSH to shorten it) is missing. For a complete,
+// closed file, add one line at the top of main, which does nothing when
+// tracing is off:
+//
+//	defer tracer.Stop()
+//
+// A program that calls Start itself gets ErrStarted while TRACER_FILE is
+// set, because the default tracer is already running: treat ErrStarted
+// from Start as "already tracing".
+const (
+	EnvFile        = "TRACER_FILE"
+	EnvFlush       = "TRACER_FLUSH"
+	EnvBuffer      = "TRACER_BUFFER"
+	EnvLossless    = "TRACER_LOSSLESS"
+	EnvGzip        = "TRACER_GZIP"
+	EnvCategories  = "TRACER_CATEGORIES"
+	EnvProcessName = "TRACER_PROCESS_NAME"
+	EnvMaxFileSize = "TRACER_MAX_FILE_SIZE"
+	EnvMaxFiles    = "TRACER_MAX_FILES"
+)
+
+func init() {
+	path := os.Getenv(EnvFile)
+	if path == "" {
+		return
+	}
+	if err := startFromEnv(path, os.Getenv); err != nil {
+		fmt.Fprintf(os.Stderr, "tracer: %s=%s: %v (tracing is off)\n", EnvFile, path, err)
+	}
+}
+
+// startFromEnv starts the default tracer writing to path with the options
+// the environment (read through getenv) sets, and stops it on SIGINT and
+// SIGTERM.
+func startFromEnv(path string, getenv func(string) string) error {
+	opts, err := envOptions(getenv)
+	if err != nil {
+		return err
+	}
+	if err := Start(path, opts...); err != nil {
+		return err
+	}
+	StopOnSignal()
+	return nil
+}
+
+// envOptions returns the options the TRACER_* variables other than
+// TRACER_FILE set.
+func envOptions(getenv func(string) string) ([]Option, error) {
+	var opts []Option
+	integer := func(name string, bits int, opt func(int64) Option) error {
+		s := getenv(name)
+		if s == "" {
+			return nil
+		}
+		n, err := strconv.ParseInt(s, 10, bits)
+		if err != nil {
+			return fmt.Errorf("%s=%s: not an integer", name, s)
+		}
+		opts = append(opts, opt(n))
+		return nil
+	}
+	if s := getenv(EnvFlush); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			return nil, fmt.Errorf("%s=%s: %v", EnvFlush, s, err)
+		}
+		opts = append(opts, WithFlushInterval(d))
+	}
+	for _, err := range []error{
+		integer(EnvBuffer, 64, func(n int64) Option { return WithBufferLimit(int(n)) }),
+		integer(EnvGzip, 32, func(n int64) Option { return WithGzip(int(n)) }),
+		integer(EnvMaxFileSize, 64, WithMaxFileSize),
+		integer(EnvMaxFiles, 32, func(n int64) Option { return WithMaxFiles(int(n)) }),
+	} {
+		if err != nil {
+			return nil, err
+		}
+	}
+	if s := getenv(EnvLossless); s != "" {
+		lossless, err := strconv.ParseBool(s)
+		if err != nil {
+			return nil, fmt.Errorf("%s=%s: not a boolean", EnvLossless, s)
+		}
+		if lossless {
+			opts = append(opts, WithLossless())
+		}
+	}
+	if s := getenv(EnvCategories); s != "" {
+		opts = append(opts, WithCategories(strings.Split(s, ",")...))
+	}
+	if s := getenv(EnvProcessName); s != "" {
+		opts = append(opts, WithProcessName(s))
+	}
+	return opts, nil
+}

@@ -1,0 +1,146 @@
+//go:build unix
+
+package tracer
+
+import (
+	"bufio"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const autoChildEnv = "TRACER_AUTO_CHILD" // how the child ends
+
+// TestAutoChild is a program that never calls Start: it runs under
+// TRACER_FILE, records with the package-level calls, and ends the way
+// TRACER_AUTO_CHILD says.
+func TestAutoChild(t *testing.T) {
+	mode := os.Getenv(autoChildEnv)
+	if mode == "" {
+		t.Skip("helper process for TestAutoEnable")
+	}
+	if mode == "stop" {
+		defer Stop() // the one line the documentation suggests
+	}
+	SetGoroutineName("main")
+	for i := range 10 {
+		Span("work", Int("i", i))()
+	}
+	func() {
+		defer Span("outer")()
+		Span("inner")()
+	}()
+	switch mode {
+	case "return":
+		// Long enough for a flush (TRACER_FLUSH=10ms) before the normal
+		// exit, which no hook can catch.
+		time.Sleep(300 * time.Millisecond) // thirty flush intervals: margin for a loaded machine
+	case "signal":
+		defer Span("waiting for the signal")() // open when the signal comes: written as B by Stop
+		os.Stdout.WriteString("READY\n")
+		for {
+			time.Sleep(time.Millisecond)
+		}
+	}
+}
+
+// TestAutoEnable runs TestAutoChild with TRACER_FILE set and checks the
+// file each way of ending leaves.
+func TestAutoEnable(t *testing.T) {
+	tests := []struct {
+		mode   string
+		env    []string
+		closed bool // strict JSON, ending in ]
+		extra  string
+	}{
+		{mode: "stop", closed: true},
+		{mode: "return", env: []string{EnvFlush + "=10ms"}},
+		{mode: "signal", closed: true, extra: "waiting for the signal"},
+		{mode: "stop", env: []string{EnvProcessName + "=auto child", EnvBuffer + "=1048576", EnvLossless + "=true"}, closed: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.mode+strings.Join(tc.env, ","), func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "auto.json")
+			cmd := exec.Command(os.Args[0], "-test.run=^TestAutoChild$")
+			cmd.Env = append(os.Environ(), autoChildEnv+"="+tc.mode, EnvFile+"="+path)
+			cmd.Env = append(cmd.Env, tc.env...)
+			if tc.mode == "signal" {
+				out, err := cmd.StdoutPipe()
+				require.NoError(t, err)
+				require.NoError(t, cmd.Start())
+				lines := bufio.NewScanner(out)
+				for lines.Scan() && lines.Text() != "READY" {
+				}
+				require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+				err = cmd.Wait()
+				var exit *exec.ExitError
+				require.True(t, errors.As(err, &exit), "the child must die of the signal: %v", err)
+				assert.Equal(t, syscall.SIGTERM, exit.Sys().(syscall.WaitStatus).Signal())
+			} else {
+				out, err := cmd.CombinedOutput()
+				require.NoError(t, err, "%s", out)
+			}
+
+			var evs []event
+			if tc.closed {
+				evs = readClosed(t, path)
+			} else {
+				data, err := os.ReadFile(path)
+				require.NoError(t, err)
+				require.False(t, strings.HasSuffix(strings.TrimSpace(string(data)), "]"), "a normal exit cannot close the file")
+				evs = readCrashed(t, data)
+			}
+			checkTracks(t, evs)
+			assert.Len(t, byName(evs, "work"), 10)
+			assert.Len(t, byName(evs, "inner"), 1)
+			if tc.extra != "" {
+				assert.NotEmpty(t, byName(evs, tc.extra))
+			}
+			for _, kv := range tc.env {
+				if name, ok := strings.CutPrefix(kv, EnvProcessName+"="); ok {
+					assert.Equal(t, name, byName(evs, "process_name")[0].Args["name"])
+				}
+			}
+		})
+	}
+}
+
+// TestAutoEnableOff checks that a process without TRACER_FILE has no
+// default tracer, and that bad variables leave tracing off with an error.
+func TestAutoEnableOff(t *testing.T) {
+	if os.Getenv(EnvFile) != "" {
+		t.Skip("TRACER_FILE is set for this test binary")
+	}
+	require.Nil(t, Default())
+
+	tests := []struct {
+		env  map[string]string
+		want string
+	}{
+		{map[string]string{EnvFlush: "fast"}, "TRACER_FLUSH=fast"},
+		{map[string]string{EnvFlush: "0s"}, "flush interval"},
+		{map[string]string{EnvBuffer: "lots"}, "TRACER_BUFFER=lots: not an integer"},
+		{map[string]string{EnvBuffer: "1024"}, "buffer limit"},
+		{map[string]string{EnvLossless: "maybe"}, "TRACER_LOSSLESS=maybe: not a boolean"},
+		{map[string]string{EnvGzip: "11"}, "gzip"},
+		{map[string]string{EnvCategories: "a,,b"}, "invalid category"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.want, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "never.json")
+			err := startFromEnv(path, func(k string) string { return tc.env[k] })
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.want)
+			assert.Nil(t, Default())
+			assert.NoFileExists(t, path)
+		})
+	}
+}

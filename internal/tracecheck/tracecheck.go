@@ -1,0 +1,281 @@
+// Package tracecheck reads trace files the way the tests of the
+// integration packages need: strictly, after the documented repair for a
+// file that was not closed, and with the two real importers (Perfetto's
+// trace_processor and catapult's Trace Viewer) when they are set up.
+package tracecheck
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// Event is one trace event as a viewer reads it.
+type Event struct {
+	Name  string         `json:"name"`
+	Cat   string         `json:"cat"`
+	Ph    string         `json:"ph"`
+	Ts    float64        `json:"ts"`
+	Dur   float64        `json:"dur"`
+	Pid   int            `json:"pid"`
+	Tid   uint64         `json:"tid"`
+	S     string         `json:"s"`
+	ID    json.Number    `json:"id"`
+	ID2   map[string]any `json:"id2"`
+	Scope string         `json:"scope"`
+	Bp    string         `json:"bp"`
+	Args  map[string]any `json:"args"`
+}
+
+// Local returns an async event's id2.local, "" for other events.
+func (e Event) Local() string {
+	s, _ := e.ID2["local"].(string)
+	return s
+}
+
+// Read parses the trace at path with a strict JSON parser: as it is if
+// it was closed, after the documented repair (strip the trailing comma,
+// add "]") if it was not.
+func Read(t testing.TB, path string) []Event {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.True(t, bytes.HasPrefix(data, []byte("[\n{\"")), "a trace starts with [ and an event: %.40q", data)
+	trimmed := bytes.TrimRight(data, " \t\r\n")
+	if !bytes.HasSuffix(trimmed, []byte("]")) {
+		require.True(t, bytes.HasSuffix(trimmed, []byte("},")), "an unterminated trace ends on an event boundary")
+		data = append(bytes.TrimSuffix(trimmed, []byte(",")), "\n]"...)
+	}
+	var evs []Event
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	require.NoError(t, dec.Decode(&evs), "the trace must be strict JSON")
+	return evs
+}
+
+// Filter returns the events for which keep is true.
+func Filter(evs []Event, keep func(Event) bool) []Event {
+	var out []Event
+	for _, e := range evs {
+		if keep(e) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// Phase returns the events of phase ph.
+func Phase(evs []Event, ph string) []Event {
+	return Filter(evs, func(e Event) bool { return e.Ph == ph })
+}
+
+// Named returns the events named name.
+func Named(evs []Event, name string) []Event {
+	return Filter(evs, func(e Event) bool { return e.Name == name })
+}
+
+// Slice is a span on a goroutine's track, from an X event or a B/E pair.
+type Slice struct {
+	Name       string
+	Tid        uint64
+	Start, End float64
+	Args       map[string]any
+}
+
+// Tracks checks what both viewers need of every goroutine's track (B and E
+// events form a stack in file order with matching names; all slices nest
+// without overlapping) and returns the slices of each track, sorted by
+// start.
+func Tracks(t testing.TB, evs []Event) map[uint64][]Slice {
+	t.Helper()
+	tracks := map[uint64][]Slice{}
+	open := map[uint64][]Event{}
+	for _, e := range evs {
+		switch e.Ph {
+		case "X":
+			tracks[e.Tid] = append(tracks[e.Tid], Slice{e.Name, e.Tid, e.Ts, e.Ts + e.Dur, e.Args})
+		case "B":
+			open[e.Tid] = append(open[e.Tid], e)
+		case "E":
+			st := open[e.Tid]
+			require.NotEmpty(t, st, "E %q on track %d without a B before it", e.Name, e.Tid)
+			b := st[len(st)-1]
+			open[e.Tid] = st[:len(st)-1]
+			require.Equal(t, b.Name, e.Name, "E must carry its B's name")
+			tracks[e.Tid] = append(tracks[e.Tid], Slice{e.Name, e.Tid, b.Ts, e.Ts, b.Args})
+		}
+	}
+	for tid, ss := range tracks {
+		sort.Slice(ss, func(i, j int) bool {
+			if ss[i].Start != ss[j].Start {
+				return ss[i].Start < ss[j].Start
+			}
+			return ss[i].End > ss[j].End
+		})
+		var stack []Slice
+		for _, s := range ss {
+			for len(stack) > 0 && stack[len(stack)-1].End <= s.Start {
+				stack = stack[:len(stack)-1]
+			}
+			if len(stack) > 0 {
+				top := stack[len(stack)-1]
+				require.LessOrEqual(t, s.End, top.End, "track %d: %q overlaps %q", tid, s.Name, top.Name)
+			}
+			stack = append(stack, s)
+		}
+	}
+	return tracks
+}
+
+// Enclosing returns the innermost slice of track tid open at ts, or false.
+func Enclosing(tracks map[uint64][]Slice, tid uint64, ts float64) (Slice, bool) {
+	var best Slice
+	found := false
+	for _, s := range tracks[tid] {
+		if s.Start <= ts && ts <= s.End && (!found || s.Start >= best.Start) {
+			best, found = s, true
+		}
+	}
+	return best, found
+}
+
+// AsyncOp is one async operation: its b, its n and nested b/e children,
+// and its e.
+type AsyncOp struct {
+	Begin, End Event
+	Children   []Event
+}
+
+// Async checks that every async operation's events pair up (a b and then
+// an e with the same category, name and id, children nested inside, each
+// with a category, which catapult requires) and returns the top-level
+// operations.
+func Async(t testing.TB, evs []Event) []AsyncOp {
+	t.Helper()
+	type key struct{ cat, id string }
+	open := map[key][]Event{}
+	var ops []AsyncOp
+	children := map[key][]Event{}
+	for _, e := range evs {
+		if e.Ph != "b" && e.Ph != "n" && e.Ph != "e" {
+			continue
+		}
+		require.NotEmpty(t, e.Cat, "async event %q without a category", e.Name)
+		require.NotEmpty(t, e.Local(), "async event %q without an id2.local", e.Name)
+		k := key{e.Cat, e.Local()}
+		switch e.Ph {
+		case "b":
+			if len(open[k]) > 0 {
+				children[k] = append(children[k], e)
+			}
+			open[k] = append(open[k], e)
+		case "n":
+			require.NotEmpty(t, open[k], "n %q outside its operation", e.Name)
+			children[k] = append(children[k], e)
+		case "e":
+			st := open[k]
+			require.NotEmpty(t, st, "e %q without its b", e.Name)
+			b := st[len(st)-1]
+			require.Equal(t, b.Name, e.Name, "e must carry its b's name")
+			require.GreaterOrEqual(t, e.Ts, b.Ts)
+			open[k] = st[:len(st)-1]
+			if len(open[k]) == 0 {
+				ops = append(ops, AsyncOp{Begin: b, End: e, Children: children[k]})
+				delete(children, k)
+			} else {
+				children[k] = append(children[k], e)
+			}
+		}
+	}
+	for k, st := range open {
+		require.Empty(t, st, "operation %v never ended", k)
+	}
+	return ops
+}
+
+// importers returns the directory of perfetto-check and catapult-check, or
+// "" if they are not there.
+func importers() string {
+	for _, dir := range []string{os.Getenv("TRACER_IMPORTERS"), "/work/shared/importers"} {
+		if dir == "" {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(dir, "node_modules")); err == nil {
+			return dir
+		}
+	}
+	return ""
+}
+
+// Report is what one importer made of one file.
+type Report map[string]any
+
+// Import loads the files with both real importers and fails the test on
+// any load failure, import error or catapult warning. It returns
+// Perfetto's and catapult's reports, one per file, for further checks. It
+// skips the test when the importers are not set up.
+func Import(t testing.TB, paths ...string) (perfetto, catapult []Report) {
+	t.Helper()
+	dir := importers()
+	if dir == "" {
+		t.Skip("the real importers are not set up: run /work/shared/importers/setup (or set TRACER_IMPORTERS to its directory)")
+	}
+	run := func(tool string) []Report {
+		args := append([]string{"--brief"}, paths...)
+		out, err := exec.Command(filepath.Join(dir, tool), args...).Output()
+		require.NoError(t, err, "%s failed: %s", tool, out)
+		var reps []Report
+		if len(paths) == 1 {
+			var r Report
+			require.NoError(t, json.Unmarshal(out, &r))
+			reps = []Report{r}
+		} else {
+			require.NoError(t, json.Unmarshal(out, &reps))
+		}
+		for i, r := range reps {
+			require.Equal(t, true, r["ok"], "%s %s: %v", tool, paths[i], r["error"])
+			for _, field := range []string{"warnings", "importErrors"} {
+				if v, ok := r[field]; ok {
+					require.Empty(t, v, "%s %s: %s", tool, paths[i], field)
+				}
+			}
+		}
+		return reps
+	}
+	return run("perfetto-check"), run("catapult-check")
+}
+
+// Totals returns a report's "totals" object.
+func (r Report) Totals() map[string]float64 {
+	out := map[string]float64{}
+	if m, ok := r["totals"].(map[string]any); ok {
+		for k, v := range m {
+			if f, ok := v.(float64); ok {
+				out[k] = f
+			}
+		}
+	}
+	return out
+}
+
+// SlicesNamed returns the slices named name on every track, sorted by
+// start: X events and B/E pairs alike, since a span that outlives a flush
+// interval is written as B and E.
+func SlicesNamed(tracks map[uint64][]Slice, name string) []Slice {
+	var out []Slice
+	for _, ss := range tracks {
+		for _, s := range ss {
+			if s.Name == name {
+				out = append(out, s)
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Start < out[j].Start })
+	return out
+}

@@ -1,0 +1,158 @@
+// Package traceotel writes OpenTelemetry spans into the trace: an
+// sdktrace.SpanProcessor that records every span the OpenTelemetry SDK
+// ends as an async slice under the process, so that libraries already
+// instrumented for OpenTelemetry (HTTP, gRPC, SQL drivers) show on the same
+// timeline as tracer's spans, logs and counters.
+//
+// It lives in a module of its own so that the tracer module does not
+// depend on OpenTelemetry.
+//
+// # Quick start
+//
+// Add the processor to the TracerProvider the program already builds; the
+// same provider goes on exporting to a collector as before:
+//
+//	tp := sdktrace.NewTracerProvider(
+//		sdktrace.WithBatcher(exporter),                 // as before
+//		sdktrace.WithSpanProcessor(traceotel.NewSpanProcessor()),
+//	)
+//	otel.SetTracerProvider(tp)
+//
+// # What the trace shows
+//
+// Each OpenTelemetry span becomes a nestable async slice ("b"/"e", category
+// "otel") named after the span, on a track under the process, whose id
+// (id2.local) is the span's id. Its begin carries the span kind, trace id,
+// span id and parent span id; its end carries the span's attributes (up to
+// 24 of them, slices written as JSON text), its status ("Unset", "Ok" or
+// "Error") and the status description. The slice begins when the SDK
+// starts the span and ends when the span ends: the processor records at
+// those moments, so a span given explicit timestamps (trace.WithTimestamp)
+// is drawn when it was started and ended, not at the times it was given.
+// Only spans the SDK records (sampled, or record-only) reach a processor.
+//
+// Spans are not nested into each other: children that overlap, as
+// concurrent calls of one request do, cannot nest on one async track
+// without the viewers drawing them wrongly. The parent's id is among the
+// begin's args.
+package traceotel
+
+import (
+	"context"
+	"encoding/binary"
+	"sync"
+
+	"github.com/gotracer/tracer"
+	"go.opentelemetry.io/otel/attribute"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+)
+
+// maxAttributes is how many of a span's attributes its end event carries:
+// an event holds at most 32 args, and the status takes two.
+const maxAttributes = 24
+
+var catOTel = tracer.Category("otel")
+
+// A SpanProcessor records OpenTelemetry spans into the default tracer, or
+// into the tracer WithTracer gives. It is safe for concurrent use.
+type SpanProcessor struct {
+	tr   *tracer.Tracer
+	open sync.Map // trace.SpanID → tracer.Async, from OnStart to OnEnd
+}
+
+// An Option configures a SpanProcessor.
+type Option func(*SpanProcessor)
+
+// WithTracer records into t rather than into the default tracer.
+func WithTracer(t *tracer.Tracer) Option {
+	return func(p *SpanProcessor) { p.tr = t }
+}
+
+// NewSpanProcessor returns a SpanProcessor. Register it with
+// sdktrace.WithSpanProcessor: it records as the spans start and end, which
+// a batching processor would not let it do.
+func NewSpanProcessor(opts ...Option) *SpanProcessor {
+	p := &SpanProcessor{}
+	for _, o := range opts {
+		o(p)
+	}
+	return p
+}
+
+var _ sdktrace.SpanProcessor = (*SpanProcessor)(nil)
+
+func (p *SpanProcessor) tracer() *tracer.Tracer {
+	if p.tr != nil {
+		return p.tr
+	}
+	return tracer.Default()
+}
+
+// OnStart begins the span's async slice. With tracing off it does nothing.
+func (p *SpanProcessor) OnStart(_ context.Context, s sdktrace.ReadWriteSpan) {
+	t := p.tracer()
+	if t == nil {
+		return
+	}
+	sc := s.SpanContext()
+	id := sc.SpanID()
+	args := []tracer.Arg{
+		catOTel,
+		tracer.String("kind", s.SpanKind().String()),
+		tracer.String("trace_id", sc.TraceID().String()),
+		tracer.String("span_id", id.String()),
+	}
+	if parent := s.Parent(); parent.HasSpanID() {
+		args = append(args, tracer.String("parent_span_id", parent.SpanID().String()))
+	}
+	a := t.AsyncBeginID(binary.BigEndian.Uint64(id[:]), s.Name(), args...)
+	if a.ID() != 0 {
+		p.open.Store(id, a)
+	}
+}
+
+// OnEnd ends the span's async slice, with its attributes and status. A
+// span that began while tracing was off is left out.
+func (p *SpanProcessor) OnEnd(s sdktrace.ReadOnlySpan) {
+	v, ok := p.open.LoadAndDelete(s.SpanContext().SpanID())
+	if !ok {
+		return
+	}
+	attrs := s.Attributes()
+	args := make([]tracer.Arg, 0, 2+min(len(attrs), maxAttributes))
+	st := s.Status()
+	args = append(args, tracer.String("status", st.Code.String()))
+	if st.Description != "" {
+		args = append(args, tracer.String("status_description", st.Description))
+	}
+	for _, kv := range attrs[:min(len(attrs), maxAttributes)] {
+		args = append(args, arg(kv))
+	}
+	v.(tracer.Async).End(args...)
+}
+
+// arg converts an attribute to an arg of the same type; slices become
+// their JSON text.
+func arg(kv attribute.KeyValue) tracer.Arg {
+	k := string(kv.Key)
+	switch kv.Value.Type() {
+	case attribute.BOOL:
+		return tracer.Bool(k, kv.Value.AsBool())
+	case attribute.INT64:
+		return tracer.Int64(k, kv.Value.AsInt64())
+	case attribute.FLOAT64:
+		return tracer.Float64(k, kv.Value.AsFloat64())
+	case attribute.STRING:
+		return tracer.String(k, kv.Value.AsString())
+	default:
+		return tracer.String(k, kv.Value.Emit())
+	}
+}
+
+// ForceFlush writes what the tracer recorded so far.
+func (p *SpanProcessor) ForceFlush(context.Context) error {
+	return p.tracer().Flush()
+}
+
+// Shutdown does nothing: the tracer belongs to the program, which stops it.
+func (p *SpanProcessor) Shutdown(context.Context) error { return nil }
