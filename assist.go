@@ -15,8 +15,10 @@ import (
 // the goroutines that record help, the way allocating goroutines assist
 // the garbage collector:
 //
-//   - A P that seals a full chunk wakes the flusher, which encodes on an
-//     idle core if there is one.
+//   - When a second sealed chunk waits, the P that sealed it wakes the
+//     flusher, which encodes on an idle core if there is one. (One waiting
+//     chunk is no backlog: waking the flusher for each costs a futex call
+//     and makes it encode in small pieces.)
 //   - When assistChunks sealed chunks wait and no flush is under way, the
 //     recording goroutine encodes them itself, on its own core, where the
 //     records are still in cache. It only encodes: the encoded batches go
@@ -46,12 +48,17 @@ const assistChunks = 8
 // and that is a disk keeping up slowly, not a stalled one.
 const stallAfter = 500 * time.Millisecond
 
+// wakeChunks is how many sealed chunks wait before the flusher is woken.
+const wakeChunks = 2
+
 // sealed is called by the goroutine that sealed chunk c of a lane.
 func (t *Tracer) sealed(*chunk) {
 	n := t.waiting.Inc()
-	select {
-	case t.wake <- struct{}{}:
-	default:
+	if n >= wakeChunks {
+		select {
+		case t.wake <- struct{}{}:
+		default:
+		}
 	}
 	if n >= assistChunks && t.flushMu.TryLock() {
 		t.flusher.pass(false)
