@@ -30,8 +30,14 @@
 // ru_maxrss.
 //
 // -sweep runs the search once per setting in a child process each (so each
-// has its own peak RSS): defaults, then larger buffers and shorter flush
-// intervals, to show which settings raise the lossless rate.
+// has its own peak RSS): defaults, then a larger buffer limit and a shorter
+// flush interval, to show which settings raise the lossless rate.
+//
+// -mode cpu runs the CPU-bound scenario instead of the search (cpu.go):
+// 2×GOMAXPROCS goroutines each record one span around ~1.5 µs of
+// calibrated CPU work, with no pacing and no sleeping, for -trial; it
+// reports spans/s traced and untraced, the drops, and the spans counted in
+// the file.
 package main
 
 import (
@@ -54,8 +60,9 @@ import (
 type config struct {
 	Goroutines int           `json:"goroutines"`
 	Trial      time.Duration `json:"trial"`
-	Buffer     int           `json:"buffer"` // 0: default
-	Flush      time.Duration `json:"flush"`  // 0: default
+	Limit      int           `json:"limit"` // tracer.WithBufferLimit, bytes; 0: default
+	Lossless   bool          `json:"lossless"`
+	Flush      time.Duration `json:"flush"` // 0: default
 	Start      float64       `json:"start"`
 	Max        float64       `json:"max"`
 	Bisect     int           `json:"bisect"`
@@ -99,20 +106,38 @@ func main() {
 	var c config
 	flag.IntVar(&c.Goroutines, "goroutines", 4, "recording goroutines")
 	flag.DurationVar(&c.Trial, "trial", 2*time.Second, "duration of each trial")
-	flag.IntVar(&c.Buffer, "buffer", 0, "tracer.WithBufferSize, events per P (0: the default)")
+	flag.IntVar(&c.Limit, "limit", 0, "tracer.WithBufferLimit, bytes (0: the default)")
+	flag.BoolVar(&c.Lossless, "lossless", false, "tracer.WithLossless")
 	flag.DurationVar(&c.Flush, "flush", 0, "tracer.WithFlushInterval (0: the default)")
 	flag.Float64Var(&c.Start, "start", 50_000, "first rate tried, spans/s")
 	flag.Float64Var(&c.Max, "max", 256_000_000, "highest rate tried, spans/s")
 	flag.IntVar(&c.Bisect, "bisect", 5, "bisection steps after the doubling phase")
 	flag.IntVar(&c.Args, "args", 0, "args per span (0, 1 or 2: an int, then a string)")
 	flag.StringVar(&c.Dir, "dir", "", "directory for the trace files (default: a temporary one)")
+	mode := flag.String("mode", "paced", "paced: search the highest lossless paced rate; cpu: the CPU-bound scenario")
+	work := flag.Duration("work", 1500*time.Nanosecond, "-mode cpu: CPU work per span")
 	quick := flag.Bool("quick", false, "short trials and search, for a smoke test")
 	sweep := flag.Bool("sweep", false, "search with several settings, each in a child process")
 	markdown := flag.Bool("markdown", false, "print the summary as markdown")
 	asJSON := flag.Bool("json", false, "print the result as JSON (used by -sweep)")
 	flag.Parse()
+	set := map[string]bool{}
+	flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if *quick {
 		c.Trial, c.Bisect = 500*time.Millisecond, 2
+	}
+	if *mode == "cpu" {
+		if !set["goroutines"] {
+			c.Goroutines = 2 * runtime.GOMAXPROCS(0)
+		}
+		if !set["trial"] {
+			c.Trial = 5 * time.Second
+			if *quick {
+				c.Trial = 2 * time.Second
+			}
+		}
+	} else if *mode != "paced" {
+		fatal(fmt.Errorf("unknown -mode %q", *mode))
 	}
 	if c.Dir == "" {
 		dir, err := os.MkdirTemp("", "tracer-throughput-")
@@ -123,6 +148,18 @@ func main() {
 		c.Dir = dir
 	}
 
+	if *mode == "cpu" {
+		r := cpuBound(c, *work)
+		if *asJSON {
+			json.NewEncoder(os.Stdout).Encode(r)
+			return
+		}
+		printCPU(r, *markdown)
+		if !r.Pass {
+			os.Exit(1)
+		}
+		return
+	}
 	if *sweep {
 		results := runSweep(c, *quick)
 		printResults(results, *markdown)
@@ -144,15 +181,18 @@ func fatal(err error) {
 
 func label(c config) string {
 	var parts []string
-	if c.Buffer == 0 {
-		parts = append(parts, fmt.Sprintf("buffer %d (default)", tracer.DefaultBufferSize))
+	if c.Limit == 0 {
+		parts = append(parts, fmt.Sprintf("buffer limit %d MiB (default)", tracer.DefaultBufferLimit>>20))
 	} else {
-		parts = append(parts, fmt.Sprintf("buffer %d", c.Buffer))
+		parts = append(parts, fmt.Sprintf("buffer limit %d MiB", c.Limit>>20))
 	}
 	if c.Flush == 0 {
 		parts = append(parts, fmt.Sprintf("flush %v (default)", tracer.DefaultFlushInterval))
 	} else {
 		parts = append(parts, fmt.Sprintf("flush %v", c.Flush))
+	}
+	if c.Lossless {
+		parts = append(parts, "WithLossless")
 	}
 	return strings.Join(parts, ", ")
 }
@@ -160,13 +200,12 @@ func label(c config) string {
 // runSweep runs the search once per setting, each in a child process.
 func runSweep(c config, quick bool) []result {
 	type setting struct {
-		buffer int
-		flush  time.Duration
+		limit int
+		flush time.Duration
 	}
 	settings := []setting{
 		{0, 0},
-		{4 * tracer.DefaultBufferSize, 0},
-		{16 * tracer.DefaultBufferSize, 0},
+		{4 * tracer.DefaultBufferLimit, 0},
 		{0, 10 * time.Millisecond},
 	}
 	if quick {
@@ -180,7 +219,7 @@ func runSweep(c config, quick bool) []result {
 	for _, s := range settings {
 		args := []string{"-json",
 			"-goroutines", fmt.Sprint(c.Goroutines), "-trial", c.Trial.String(),
-			"-buffer", fmt.Sprint(s.buffer), "-flush", s.flush.String(),
+			"-limit", fmt.Sprint(s.limit), "-flush", s.flush.String(), "-lossless=" + fmt.Sprint(c.Lossless),
 			"-start", fmt.Sprint(c.Start), "-max", fmt.Sprint(c.Max),
 			"-bisect", fmt.Sprint(c.Bisect), "-args", fmt.Sprint(c.Args), "-dir", c.Dir}
 		cmd := exec.Command(exe, args...)
@@ -269,18 +308,7 @@ func run(c config, rate float64, traced bool) trial {
 	var tr *tracer.Tracer // nil: Span is a no-op
 	path := filepath.Join(c.Dir, "throughput.json")
 	if traced {
-		var opts []tracer.Option
-		if c.Buffer > 0 {
-			opts = append(opts, tracer.WithBufferSize(c.Buffer))
-		}
-		if c.Flush > 0 {
-			opts = append(opts, tracer.WithFlushInterval(c.Flush))
-		}
-		var err error
-		tr, err = tracer.New(path, opts...)
-		if err != nil {
-			fatal(err)
-		}
+		tr = newTracer(c, path)
 	}
 	runtime.GC() // start every trial from the same heap
 	per := rate / float64(c.Goroutines)
@@ -365,6 +393,25 @@ func run(c config, rate float64, traced bool) trial {
 	}
 	fmt.Fprintf(os.Stderr, "throughput [%s]: %s spans/s %s: %s, cpu %v\n", label(c), human(rate), what, verdict, t.CPU.Round(time.Millisecond))
 	return t
+}
+
+// newTracer starts a tracer writing to path with c's settings.
+func newTracer(c config, path string) *tracer.Tracer {
+	var opts []tracer.Option
+	if c.Limit > 0 {
+		opts = append(opts, tracer.WithBufferLimit(c.Limit))
+	}
+	if c.Flush > 0 {
+		opts = append(opts, tracer.WithFlushInterval(c.Flush))
+	}
+	if c.Lossless {
+		opts = append(opts, tracer.WithLossless())
+	}
+	tr, err := tracer.New(path, opts...)
+	if err != nil {
+		fatal(err)
+	}
+	return tr
 }
 
 // record records one span with the configured number of args.
