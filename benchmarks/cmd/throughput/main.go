@@ -503,7 +503,26 @@ func printResults(rs []result, markdown bool) {
 				r.Label, rate, fail, cpu, rec, fl, r.BytesPerEvt, rss)
 		}
 	}
+	if markdown {
+		for _, r := range rs {
+			if r.Config.Limit == 0 && r.Config.Flush == 0 && !r.Config.Lossless {
+				fmt.Fprintf(&b, "\nTarget (issue 9): the highest lossless rate at default settings at least %s spans/s: %s spans/s: %s\n",
+					human(targetRate), human(r.MaxRate), verdict(r.MaxRate >= targetRate))
+			}
+		}
+	}
 	fmt.Print(b.String())
+}
+
+// targetRate is issue 9's target for the highest lossless rate at default
+// settings, spans/s.
+const targetRate = 2e6
+
+func verdict(met bool) string {
+	if met {
+		return "met"
+	}
+	return "**missed**"
 }
 
 func spanKind(args int) string {
