@@ -44,6 +44,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/gotracer/tracer"
@@ -67,6 +68,7 @@ type run struct {
 	Goroutines int           `json:"goroutines"`
 	Spans      int           `json:"spans"`     // recorded
 	Wall       time.Duration `json:"wall"`      // first span to the file closed
+	CPU        time.Duration `json:"cpu"`       // process CPU time (user + system) over Wall
 	Finish     time.Duration `json:"finish"`    // of which after the last span: closing, encoding, writing
 	InFile     int           `json:"in_file"`   // tracer peers: spans counted in the file
 	Dropped    uint64        `json:"dropped"`   // tracer peers: Stats().Dropped
@@ -75,6 +77,8 @@ type run struct {
 }
 
 func (r run) nsPerSpan() float64 { return float64(r.Wall.Nanoseconds()) / float64(r.Spans) }
+
+func (r run) cpuPerSpan() float64 { return float64(r.CPU.Nanoseconds()) / float64(r.Spans) }
 
 func main() {
 	n := flag.Int("n", 2_000_000, "spans per run: 1 goroutine × n, and 8 goroutines × n/8")
@@ -99,8 +103,8 @@ func main() {
 		for _, g := range []int{1, 8} {
 			for _, p := range peers {
 				r := measure(p, g, *n/g, *dir)
-				fmt.Fprintf(os.Stderr, "tightloop: round %d %s g=%d: %.1f ns/span (closing %v), %d in file, %d dropped %s\n",
-					round+1, p, g, r.nsPerSpan(), r.Finish.Round(time.Millisecond), r.InFile, r.Dropped, r.Problem)
+				fmt.Fprintf(os.Stderr, "tightloop: round %d %s g=%d: %.1f ns/span (closing %v), %.1f CPU ns/span, %d in file, %d dropped %s\n",
+					round+1, p, g, r.nsPerSpan(), r.Finish.Round(time.Millisecond), r.cpuPerSpan(), r.InFile, r.Dropped, r.Problem)
 				all = append(all, r)
 			}
 		}
@@ -192,6 +196,7 @@ func measure(p string, g, per int, dir string) run {
 		}()
 	}
 	ready.Wait()
+	cpu0 := cpuTime()
 	start := time.Now()
 	close(begin)
 	done.Wait()
@@ -199,6 +204,7 @@ func measure(p string, g, per int, dir string) run {
 	err := finish()
 	r.Wall = time.Since(start)
 	r.Finish = time.Since(last)
+	r.CPU = cpuTime() - cpu0
 	if err != nil {
 		r.Problem = err.Error()
 	}
@@ -222,6 +228,15 @@ func measure(p string, g, per int, dir string) run {
 		mutextrace.Reset()
 	}
 	return r
+}
+
+// cpuTime returns the CPU time of the process so far, user and system.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // create creates the file at path and a buffered writer over it.
@@ -280,9 +295,9 @@ func report(w *os.File, all []run, rounds int, asJSON bool) bool {
 		enc.Encode(all)
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "Each peer records `func() { defer X(\"x\")() }()` in a loop: 1 goroutine × %d spans, and 8 goroutines × %d. Time from the first span to the file written and closed, per span; GOMAXPROCS %d; median of %d rounds, the peers interleaved. Spans in the file: parsed and counted after every tracer run (X events named \"x\" and B/E pairs). See the doc comment of cmd/tightloop.\n\n",
+	fmt.Fprintf(&b, "Each peer records `func() { defer X(\"x\")() }()` in a loop: 1 goroutine × %d spans, and 8 goroutines × %d. Time from the first span to the file written and closed, per span; GOMAXPROCS %d; median of %d rounds, the peers interleaved. Spans in the file: parsed and counted after every tracer run (X events named \"x\" and B/E pairs). CPU ns/span is the process's CPU time (getrusage, user + system, every thread: recording, encoding, writing, GC) over the same interval, of the same median run: on a loaded machine it moves less than the wall time, which waits for CPU. See the doc comment of cmd/tightloop.\n\n",
 		sums[fmt.Sprint(peerTracer, 1)].median.Spans, sums[fmt.Sprint(peerTracer, 8)].median.Spans/8, runtime.GOMAXPROCS(0), rounds)
-	b.WriteString("| peer | goroutines | ns/span | vs tracer | spans in the file | dropped | file size | problems in any round |\n|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| peer | goroutines | ns/span | vs tracer | CPU ns/span | vs tracer | spans in the file | dropped | file size | problems in any round |\n|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, k := range keys {
 		s := sums[k]
 		m := s.median
@@ -298,8 +313,8 @@ func report(w *os.File, all []run, rounds int, asJSON bool) bool {
 		if len(s.problems) > 0 {
 			probs = "**" + strings.Join(s.problems, "; ") + "**"
 		}
-		fmt.Fprintf(&b, "| %s | %d | %.1f | %.2fx | %s | %s | %.0f MiB | %s |\n",
-			m.Peer, m.Goroutines, m.nsPerSpan(), m.nsPerSpan()/t.nsPerSpan(), inFile, dropped, float64(m.FileSize)/(1<<20), probs)
+		fmt.Fprintf(&b, "| %s | %d | %.1f | %.2fx | %.1f | %.2fx | %s | %s | %.0f MiB | %s |\n",
+			m.Peer, m.Goroutines, m.nsPerSpan(), m.nsPerSpan()/t.nsPerSpan(), m.cpuPerSpan(), m.cpuPerSpan()/t.cpuPerSpan(), inFile, dropped, float64(m.FileSize)/(1<<20), probs)
 	}
 	b.WriteString("\nTargets (issue 9): every span in the file and 0 dropped, and per span at least 2x faster than runtime/trace regions and than the mutex baseline, for the tracer at defaults and with WithLossless:\n\n")
 	b.WriteString("| target | goroutines | wanted | measured | result |\n|---|---|---|---|---|\n")
