@@ -11,8 +11,8 @@
 //
 // Run it from the benchmarks directory:
 //
-//	go run ./cmd/report              # -count 5, about 6-7 minutes on 2 cores
-//	go run ./cmd/report -quick       # -count 1, short benchtime, about 1 minute
+//	go run ./cmd/report              # -count 5, about 10 minutes on 2 cores
+//	go run ./cmd/report -quick       # -count 1, short benchtime, under 2 minutes
 //	go run ./cmd/report -count 10 -benchtime 500ms
 //	go run ./cmd/report -input results/bench.txt   # re-render the saved results
 package main
@@ -35,7 +35,7 @@ func main() {
 	count := flag.Int("count", 5, "runs of each benchmark (go test -count); medians are over these")
 	benchtime := flag.String("benchtime", "200ms", "go test -benchtime for each run of each benchmark")
 	bench := flag.String("bench", ".", "go test -bench regexp")
-	quick := flag.Bool("quick", false, "quick mode: -count 1 -benchtime 50ms and a short throughput search, for a smoke test")
+	quick := flag.Bool("quick", false, "quick mode: -count 1 -benchtime 50ms, one tight-loop round and short throughput runs, for a smoke test")
 	input := flag.String("input", "", "render this existing `go test -bench` output instead of running the benchmarks")
 	throughput := flag.Bool("throughput", true, "also run cmd/throughput (sustained lossless rate search, and its CPU-bound mode)")
 	tightloop := flag.Bool("tightloop", true, "also run cmd/tightloop (end-to-end tight loops)")
