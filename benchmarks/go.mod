@@ -7,6 +7,7 @@ require (
 	github.com/gotracer/tracer v0.0.0
 	github.com/gotracer/tracer/traceotel v0.0.0
 	github.com/petermattis/goid v0.0.0-20260820044319-269ab09b5261
+	github.com/stretchr/testify v1.12.1
 	go.opentelemetry.io/otel v1.47.0
 	go.opentelemetry.io/otel/metric v1.47.0
 	go.opentelemetry.io/otel/sdk v1.47.0
@@ -24,6 +25,7 @@ require (
 	go.opentelemetry.io/auto/sdk v1.2.1 // indirect
 	go.opentelemetry.io/otel/log v1.47.0 // indirect
 	go.uber.org/atomic v1.12.0 // indirect
+	go.yaml.in/yaml/v3 v3.0.5 // indirect
 )
 
 replace github.com/gotracer/tracer => ../

@@ -69,7 +69,7 @@ func startTracer(b *testing.B, sc, mode string) func(*testing.B) {
 }
 
 // warmTracerRings records a few events from many goroutines so every P has
-// its ring before the clock starts: a ring is allocated once per P, on the
+// its lane before the clock starts: a lane is made once per P, on the
 // first event recorded there.
 func warmTracerRings() {
 	var wg sync.WaitGroup
@@ -117,11 +117,12 @@ func tracerInstant(i int) { tracer.Instant("tick") }
 
 // The tracer records an event in tens of nanoseconds and encodes it in
 // about as many again, so a loop that does nothing but record outruns the
-// flusher: with default settings the rings fill within a millisecond and
-// from then on most events take the drop path, which skips a clock read and
-// the record write. A plain tight loop would measure dropping, not tracing.
-// So in mode "on" the loops keep the tracer lossless (dropped/op, reported
-// for every tracer row, stays 0) and charge it the CPU that takes:
+// flusher: with default settings the buffers fill within a few
+// milliseconds and from then on the recording goroutines encode for the
+// flusher or wait for it (the core's assist.go). A plain tight loop would
+// then measure recording plus encoding and writing, not the recording
+// call. So in mode "on" the loops keep the buffers from filling and charge
+// the tracer the CPU that takes:
 //
 //   - Single-threaded: every tracerChunk events the loop stops the clock
 //     and flushes. On this 2-core machine the background flusher runs on
@@ -130,16 +131,18 @@ func tracerInstant(i int) { tracer.Instant("tick") }
 //   - Under b.RunParallel every core is busy, so nothing is free to flush:
 //     the goroutines flush with the clock running. Every tracerChunk events
 //     a goroutine flushes unless another one is flushing at that moment
-//     (that flush drains every ring); once it has 2*tracerChunk events
+//     (that flush drains every lane); once it has 2*tracerChunk events
 //     unflushed it waits for a flush. Encoding and writing are then in
 //     ns/op, as they are for a saturated program that keeps every event.
 //     rec-ns/op, reported alongside, leaves the flushes out (see
 //     tracerParallel).
 //
 // Mode "sat" (saturated) is the plain tight loop with default settings and
-// nothing else: the producers outrun the flusher and dropped/op shows the
-// share of events lost. It is reported for information and not used for
-// the targets, as its ns/op is mostly the cost of dropping.
+// nothing else: the producers outrun the flusher and help it or wait for
+// it, so its ns/op is recording, encoding and writing together. dropped/op
+// shows the share of events lost, which at default settings should be 0
+// while the disk keeps up. cmd/tightloop measures the same end to end,
+// file closed.
 const tracerChunk = 512
 
 // tracerLoop runs op b.N times, flushing off the clock every tracerChunk

@@ -3,10 +3,10 @@
 # the markdown report (also written to RESULTS.md). Arguments go to
 # cmd/report, for example:
 #
-#   ./run.sh                 # -count 5 (about 6-7 minutes on 2 cores)
-#   ./run.sh -quick          # -count 1, short runs: a smoke test (about 1.5 minutes)
+#   ./run.sh                 # -count 5 (about 10 minutes on 2 cores)
+#   ./run.sh -quick          # -count 1, short runs: a smoke test (under 2 minutes)
 #   ./run.sh -count 10
-#   ./run.sh -throughput=false
+#   ./run.sh -throughput=false -tightloop=false
 set -euo pipefail
 cd "$(dirname "$0")"
 # benchstat summarises the runs; install it if this machine lacks it.

@@ -30,8 +30,14 @@
 // ru_maxrss.
 //
 // -sweep runs the search once per setting in a child process each (so each
-// has its own peak RSS): defaults, then larger buffers and shorter flush
-// intervals, to show which settings raise the lossless rate.
+// has its own peak RSS): defaults, then a larger buffer limit and a shorter
+// flush interval, to show which settings raise the lossless rate.
+//
+// -mode cpu runs the CPU-bound scenario instead of the search (cpu.go):
+// 2×GOMAXPROCS goroutines each record one span around ~1.5 µs of
+// calibrated CPU work, with no pacing and no sleeping, for -trial; it
+// reports spans/s traced and untraced, the drops, and the spans counted in
+// the file.
 package main
 
 import (
@@ -54,8 +60,9 @@ import (
 type config struct {
 	Goroutines int           `json:"goroutines"`
 	Trial      time.Duration `json:"trial"`
-	Buffer     int           `json:"buffer"` // 0: default
-	Flush      time.Duration `json:"flush"`  // 0: default
+	Limit      int           `json:"limit"` // tracer.WithBufferLimit, bytes; 0: default
+	Lossless   bool          `json:"lossless"`
+	Flush      time.Duration `json:"flush"` // 0: default
 	Start      float64       `json:"start"`
 	Max        float64       `json:"max"`
 	Bisect     int           `json:"bisect"`
@@ -74,6 +81,7 @@ type trial struct {
 	Retried    bool          `json:"retried"`   // failed once, then run again
 	Traced     bool          `json:"traced"`
 	Pass       bool          `json:"pass"`
+	Short      bool          `json:"short"` // failed only because the goroutines did not reach the rate
 	WhyFailed  string        `json:"why_failed,omitempty"`
 	WallPerRun time.Duration `json:"wall"`
 }
@@ -86,6 +94,7 @@ type result struct {
 	FirstFail    trial   `json:"first_fail"`
 	Best         trial   `json:"best"`
 	Untraced     trial   `json:"untraced"`
+	FailUntraced trial   `json:"fail_untraced"`              // untraced at the first failing rate, if it failed short
 	TracerCPUPM  float64 `json:"tracer_cpu_ms_per_million"`  // ms of CPU per million events
 	RecordCPUPM  float64 `json:"record_cpu_ms_per_million"`  // of which recording calls
 	FlusherCPUPM float64 `json:"flusher_cpu_ms_per_million"` // of which the flusher
@@ -99,20 +108,38 @@ func main() {
 	var c config
 	flag.IntVar(&c.Goroutines, "goroutines", 4, "recording goroutines")
 	flag.DurationVar(&c.Trial, "trial", 2*time.Second, "duration of each trial")
-	flag.IntVar(&c.Buffer, "buffer", 0, "tracer.WithBufferSize, events per P (0: the default)")
+	flag.IntVar(&c.Limit, "limit", 0, "tracer.WithBufferLimit, bytes (0: the default)")
+	flag.BoolVar(&c.Lossless, "lossless", false, "tracer.WithLossless")
 	flag.DurationVar(&c.Flush, "flush", 0, "tracer.WithFlushInterval (0: the default)")
 	flag.Float64Var(&c.Start, "start", 50_000, "first rate tried, spans/s")
 	flag.Float64Var(&c.Max, "max", 256_000_000, "highest rate tried, spans/s")
 	flag.IntVar(&c.Bisect, "bisect", 5, "bisection steps after the doubling phase")
 	flag.IntVar(&c.Args, "args", 0, "args per span (0, 1 or 2: an int, then a string)")
 	flag.StringVar(&c.Dir, "dir", "", "directory for the trace files (default: a temporary one)")
+	mode := flag.String("mode", "paced", "paced: search the highest lossless paced rate; cpu: the CPU-bound scenario")
+	work := flag.Duration("work", 1500*time.Nanosecond, "-mode cpu: CPU work per span")
 	quick := flag.Bool("quick", false, "short trials and search, for a smoke test")
 	sweep := flag.Bool("sweep", false, "search with several settings, each in a child process")
 	markdown := flag.Bool("markdown", false, "print the summary as markdown")
 	asJSON := flag.Bool("json", false, "print the result as JSON (used by -sweep)")
 	flag.Parse()
+	set := map[string]bool{}
+	flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if *quick {
 		c.Trial, c.Bisect = 500*time.Millisecond, 2
+	}
+	if *mode == "cpu" {
+		if !set["goroutines"] {
+			c.Goroutines = 2 * runtime.GOMAXPROCS(0)
+		}
+		if !set["trial"] {
+			c.Trial = 5 * time.Second
+			if *quick {
+				c.Trial = 2 * time.Second
+			}
+		}
+	} else if *mode != "paced" {
+		fatal(fmt.Errorf("unknown -mode %q", *mode))
 	}
 	if c.Dir == "" {
 		dir, err := os.MkdirTemp("", "tracer-throughput-")
@@ -123,6 +150,18 @@ func main() {
 		c.Dir = dir
 	}
 
+	if *mode == "cpu" {
+		r := cpuBound(c, *work)
+		if *asJSON {
+			json.NewEncoder(os.Stdout).Encode(r)
+			return
+		}
+		printCPU(r, *markdown)
+		if !r.Pass {
+			os.Exit(1)
+		}
+		return
+	}
 	if *sweep {
 		results := runSweep(c, *quick)
 		printResults(results, *markdown)
@@ -144,15 +183,18 @@ func fatal(err error) {
 
 func label(c config) string {
 	var parts []string
-	if c.Buffer == 0 {
-		parts = append(parts, fmt.Sprintf("buffer %d (default)", tracer.DefaultBufferSize))
+	if c.Limit == 0 {
+		parts = append(parts, fmt.Sprintf("buffer limit %d MiB (default)", tracer.DefaultBufferLimit>>20))
 	} else {
-		parts = append(parts, fmt.Sprintf("buffer %d", c.Buffer))
+		parts = append(parts, fmt.Sprintf("buffer limit %d MiB", c.Limit>>20))
 	}
 	if c.Flush == 0 {
 		parts = append(parts, fmt.Sprintf("flush %v (default)", tracer.DefaultFlushInterval))
 	} else {
 		parts = append(parts, fmt.Sprintf("flush %v", c.Flush))
+	}
+	if c.Lossless {
+		parts = append(parts, "WithLossless")
 	}
 	return strings.Join(parts, ", ")
 }
@@ -160,13 +202,12 @@ func label(c config) string {
 // runSweep runs the search once per setting, each in a child process.
 func runSweep(c config, quick bool) []result {
 	type setting struct {
-		buffer int
-		flush  time.Duration
+		limit int
+		flush time.Duration
 	}
 	settings := []setting{
 		{0, 0},
-		{4 * tracer.DefaultBufferSize, 0},
-		{16 * tracer.DefaultBufferSize, 0},
+		{4 * tracer.DefaultBufferLimit, 0},
 		{0, 10 * time.Millisecond},
 	}
 	if quick {
@@ -180,7 +221,7 @@ func runSweep(c config, quick bool) []result {
 	for _, s := range settings {
 		args := []string{"-json",
 			"-goroutines", fmt.Sprint(c.Goroutines), "-trial", c.Trial.String(),
-			"-buffer", fmt.Sprint(s.buffer), "-flush", s.flush.String(),
+			"-limit", fmt.Sprint(s.limit), "-flush", s.flush.String(), "-lossless=" + fmt.Sprint(c.Lossless),
 			"-start", fmt.Sprint(c.Start), "-max", fmt.Sprint(c.Max),
 			"-bisect", fmt.Sprint(c.Bisect), "-args", fmt.Sprint(c.Args), "-dir", c.Dir}
 		cmd := exec.Command(exe, args...)
@@ -225,6 +266,11 @@ func search(c config) result {
 		}
 	}
 	r.Best, r.FirstFail = best, fail
+	if fail.Short {
+		// Tell a machine that cannot produce the rate from a tracer that
+		// makes the goroutines wait for its encoder.
+		r.FailUntraced = run(c, fail.Rate, false)
+	}
 	if !best.Pass {
 		r.PeakRSSMiB = peakRSSMiB()
 		return r
@@ -259,6 +305,7 @@ func runTwice(c config, rate float64) trial {
 	again.Retried = true
 	if !again.Pass {
 		again.WhyFailed = t.WhyFailed + "; again: " + again.WhyFailed
+		again.Short = t.Short && again.Short
 	}
 	return again
 }
@@ -269,18 +316,7 @@ func run(c config, rate float64, traced bool) trial {
 	var tr *tracer.Tracer // nil: Span is a no-op
 	path := filepath.Join(c.Dir, "throughput.json")
 	if traced {
-		var opts []tracer.Option
-		if c.Buffer > 0 {
-			opts = append(opts, tracer.WithBufferSize(c.Buffer))
-		}
-		if c.Flush > 0 {
-			opts = append(opts, tracer.WithFlushInterval(c.Flush))
-		}
-		var err error
-		tr, err = tracer.New(path, opts...)
-		if err != nil {
-			fatal(err)
-		}
+		tr = newTracer(c, path)
 	}
 	runtime.GC() // start every trial from the same heap
 	per := rate / float64(c.Goroutines)
@@ -346,6 +382,7 @@ func run(c config, rate float64, traced bool) trial {
 	switch {
 	case t.Achieved < 0.98*rate:
 		t.WhyFailed = fmt.Sprintf("goroutines reached only %s spans/s", human(t.Achieved))
+		t.Short = true
 	case traced && (s.Dropped > 0 || s.Late > 0 || s.Lost > 0 || s.SinkErrors > 0):
 		t.WhyFailed = fmt.Sprintf("dropped %d (late %d, lost %d, sink errors %d) of %d", s.Dropped, s.Late, s.Lost, s.SinkErrors, t.Emitted)
 	case traced && s.Events < t.Emitted:
@@ -365,6 +402,25 @@ func run(c config, rate float64, traced bool) trial {
 	}
 	fmt.Fprintf(os.Stderr, "throughput [%s]: %s spans/s %s: %s, cpu %v\n", label(c), human(rate), what, verdict, t.CPU.Round(time.Millisecond))
 	return t
+}
+
+// newTracer starts a tracer writing to path with c's settings.
+func newTracer(c config, path string) *tracer.Tracer {
+	var opts []tracer.Option
+	if c.Limit > 0 {
+		opts = append(opts, tracer.WithBufferLimit(c.Limit))
+	}
+	if c.Flush > 0 {
+		opts = append(opts, tracer.WithFlushInterval(c.Flush))
+	}
+	if c.Lossless {
+		opts = append(opts, tracer.WithLossless())
+	}
+	tr, err := tracer.New(path, opts...)
+	if err != nil {
+		fatal(err)
+	}
+	return tr
 }
 
 // record records one span with the configured number of args.
@@ -456,7 +512,31 @@ func printResults(rs []result, markdown bool) {
 				r.Label, rate, fail, cpu, rec, fl, r.BytesPerEvt, rss)
 		}
 	}
+	if markdown {
+		for _, r := range rs {
+			if r.Config.Limit == 0 && r.Config.Flush == 0 && !r.Config.Lossless {
+				why := ""
+				if r.MaxRate < targetRate && r.FirstFail.Short {
+					why = fmt.Sprintf(" (no event was lost: the search stopped because the recording goroutines fell short of %s spans/s, a rate they reached at %s spans/s with tracing off)",
+						human(r.FirstFail.Rate), human(r.FailUntraced.Achieved))
+				}
+				fmt.Fprintf(&b, "\nTarget (issue 9): the highest lossless rate at default settings at least %s spans/s: %s spans/s: %s%s\n",
+					human(targetRate), human(r.MaxRate), verdict(r.MaxRate >= targetRate), why)
+			}
+		}
+	}
 	fmt.Print(b.String())
+}
+
+// targetRate is issue 9's target for the highest lossless rate at default
+// settings, spans/s.
+const targetRate = 2e6
+
+func verdict(met bool) string {
+	if met {
+		return "met"
+	}
+	return "**missed**"
 }
 
 func spanKind(args int) string {
