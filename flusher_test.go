@@ -36,13 +36,13 @@ func TestFlusherDrainsOnItsOwn(t *testing.T) {
 			"an event on an idle P is written within a few flush intervals")
 	})
 
-	t.Run("sealed chunk", func(t *testing.T) {
+	t.Run("sealed chunks", func(t *testing.T) {
 		tr, path := newTestTracer(t, WithFlushInterval(10*time.Second))
-		for i := 0; i < chunkSlots+10; i++ { // fills a chunk and seals it
+		for i := 0; i < wakeChunks*chunkSlots+10; i++ { // fills and seals wakeChunks chunks
 			tr.Instant("burst")
 		}
 		require.True(t, eventually(t, path, `"burst"`, 5*time.Second),
-			"a sealed chunk is encoded and written long before the 10s interval")
+			"sealed chunks are encoded and written long before the 10s interval")
 		require.Zero(t, tr.Stats().Dropped)
 	})
 }
