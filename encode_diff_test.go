@@ -188,7 +188,7 @@ func BenchmarkEncoder(b *testing.B) {
 	b.Run("now", func(b *testing.B) {
 		enc := newEncoder(processID, 1000)
 		for b.Loop() {
-			if len(enc.buf) > 1<<20 {
+			if len(enc.buf) > batchBytes {
 				enc.buf = enc.buf[:0]
 			}
 			enc.complete(&s[0], s[1:], e.dur)
@@ -198,7 +198,7 @@ func BenchmarkEncoder(b *testing.B) {
 	b.Run("reference", func(b *testing.B) {
 		ref := refEncoder{pid: processID, base: 1000}
 		for b.Loop() {
-			if len(ref.buf) > 1<<20 {
+			if len(ref.buf) > batchBytes {
 				ref.buf = ref.buf[:0]
 			}
 			ref.complete(&recs[0], recs[1:], e.dur)
