@@ -21,6 +21,12 @@ const (
 	crashWorkers  = 8
 )
 
+// crashPace is how many jobs a crash child's worker records between short
+// sleeps. The race detector makes encoding and the test's reading of the
+// file ten times slower: a child that records as fast leaves a file that
+// takes minutes to check.
+var crashPace = map[bool]int{false: 50, true: 2}[raceEnabled]
+
 // TestCrashChild is the process TestCrashSIGKILL kills. Its workers record
 // numbered spans; after each flush it prints the drop count, whether every
 // worker's lifetime span was older than the flush interval when the flush
@@ -31,7 +37,12 @@ func TestCrashChild(t *testing.T) {
 	if path == "" {
 		t.Skip("helper process for TestCrashSIGKILL")
 	}
-	tr, err := New(path, WithFlushInterval(20*time.Millisecond))
+	// A small buffer limit: under the race detector, eight workers
+	// recording flat out outrun the (ten times slower) encoder, recording
+	// waits for room in the buffers, and every Flush drains the whole
+	// limit. With the default 32 MiB that is seconds per Flush; the test is
+	// about what a kill leaves, not about throughput.
+	tr, err := New(path, WithFlushInterval(20*time.Millisecond), WithBufferLimit(2<<20))
 	require.NoError(t, err)
 	var ended, started [crashWorkers]atomic.Int64
 	for w := range crashWorkers {
@@ -46,7 +57,7 @@ func TestCrashChild(t *testing.T) {
 				tr.Instant("mark")
 				outer()
 				ended[w].Store(int64(seq))
-				if seq%50 == 0 {
+				if seq%crashPace == 0 {
 					time.Sleep(200 * time.Microsecond)
 				}
 			}

@@ -280,7 +280,11 @@ func (cp *chunkPool) get(lanes int) *chunk {
 		cp.free = cp.free[:n-1]
 		cp.unused = min(cp.unused, len(cp.free))
 		cp.mu.Unlock()
-		c.head = 0
+		// Atomic, though no one else can use c now: a goroutine that found
+		// c full when it was a lane's chunk read its head without writing
+		// to it, and only the P it was pinned to orders that read before
+		// this write, which the race detector does not see.
+		atomic.StoreUint64(&c.head, 0)
 		c.next.Store(nil)
 		return c
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gotracer/tracer/cmd/tracer/internal/trace"
 	"github.com/klauspost/compress/gzip"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -100,9 +101,16 @@ func TestRepairCrashed(t *testing.T) {
 		require.Equal(t, 0, code, stderr)
 		evs := strictEvents(t, out) // a gzip output is one member: all of it is read
 		assert.Greater(t, len(evs), 100)
-		code, stdout, _ := runCmd("check", out)
-		assert.Equal(t, 0, code, stdout)
 		outs = append(outs, out)
+		// A file cut short holds flow events whose enclosing span ended
+		// after the cut (a span is written when it ends, or as a B event
+		// once it is older than a flush interval): repair cannot bring
+		// that span back, and check may say so. Nothing else may be wrong.
+		problems, _, err := checkFile(out, true, func(trace.Problem) {})
+		require.NoError(t, err)
+		for k := range problems {
+			assert.Equal(t, trace.KindFlow, k, "%v", problems)
+		}
 		if in != cutGz {
 			// The lifetime span was open: -close-open ends it.
 			assert.Equal(t, 1, count(evs, "B", "lifetime"))
