@@ -17,7 +17,8 @@ const (
 
 // An Arg is one key/value pair attached to an event. It appears in the args
 // panel of Perfetto and chrome://tracing. Build one with String, Int, Int64,
-// Uint64, Float64 or Bool; the zero Arg is ignored.
+// Uint64, Float64 or Bool; the zero Arg is ignored. An event keeps its
+// first 32 args: later ones, a Category or Scope among them, are ignored.
 //
 // An Arg is a plain value: building one never allocates, and the tracer copies
 // it into its buffer, so the caller may reuse or discard it at once.

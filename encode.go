@@ -203,11 +203,13 @@ var phaseTs = func() (p [128]string) {
 func (e *encoder) appendHead(b []byte, h *slot, rest []slot, ph byte, at int64) []byte {
 	b = append(b, `{"name":`...)
 	b = e.appendCached(b, h)
-	if x := extra(h, rest); x != nil {
-		if cat := uint16(x.meta); cat != 0 {
-			b = append(b, `,"cat":`...)
-			b = e.appendCachedString(b, categories.name(cat))
-		}
+	if x := extra(h, rest); x != nil && uint16(x.meta) != 0 {
+		b = append(b, `,"cat":`...)
+		b = e.appendCachedString(b, categories.name(uint16(x.meta)))
+	} else if ph == 'b' || ph == 'n' || ph == 'e' {
+		// chrome://tracing ignores nestable async events without a
+		// category ("require a cat parameter"); an empty one will do.
+		b = append(b, `,"cat":""`...)
 	}
 	b = append(b, phaseTs[ph]...)
 	return appendMicros(b, at-e.base)
@@ -252,8 +254,6 @@ func (e *encoder) appendTail(b []byte, h *slot, rest []slot) []byte {
 			b = appendFloat(b, math.Float64frombits(a.num))
 		case argBool:
 			b = strconv.AppendBool(b, a.num != 0)
-		default:
-			b = append(b, "null"...) // the zero Arg
 		}
 	}
 	return append(b, "}},\n"...)
@@ -369,8 +369,17 @@ func appendString(b []byte, s string) []byte {
 	cut := 0
 	if len(s) > MaxStringLen {
 		n := MaxStringLen
-		for n > 0 && !utf8.RuneStart(s[n]) {
-			n--
+		// Do not split a rune: back up to the start of one that crosses
+		// the limit. Bytes of invalid UTF-8 (each becomes U+FFFD) are cut
+		// anywhere: backing up over them all would cut a string of
+		// continuation bytes to nothing.
+		for k := 1; k < utf8.UTFMax && !utf8.RuneStart(s[n]); k++ {
+			if utf8.RuneStart(s[n-k]) {
+				if r, size := utf8.DecodeRuneInString(s[n-k:]); (r != utf8.RuneError || size > 1) && size > k {
+					n -= k
+				}
+				break
+			}
 		}
 		cut = len(s) - n
 		s = s[:n]

@@ -135,6 +135,8 @@ func (e *refEncoder) appendHead(b []byte, r *refRecord, ph byte, at int64) []byt
 	if r.cat != 0 {
 		b = append(b, `,"cat":`...)
 		b = appendString(b, categories.name(r.cat))
+	} else if ph == 'b' || ph == 'n' || ph == 'e' {
+		b = append(b, `,"cat":""`...)
 	}
 	b = append(b, `,"ph":"`...)
 	b = append(b, ph)
@@ -158,7 +160,7 @@ func refAppendTail(b []byte, r *refRecord, cont []refRecord) []byte {
 		if i >= inlineArgs {
 			a = &cont[i/inlineArgs-1].args[i%inlineArgs]
 		}
-		if a.kind >= argCategory {
+		if a.kind >= argCategory || a.kind == 0 { // the zero Arg is ignored
 			continue
 		}
 		if first {
@@ -191,5 +193,5 @@ func refAppendArg(b []byte, a *Arg, first bool) []byte {
 	case argBool:
 		return strconv.AppendBool(b, a.num != 0)
 	}
-	return append(b, "null"...) // the zero Arg
+	panic("the zero Arg is never written")
 }

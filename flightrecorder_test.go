@@ -77,14 +77,12 @@ func TestFlightRecorderKeepsTheNewestEvents(t *testing.T) {
 			assert.Equal(t, "recorder", find(t, evs, "M", "thread_name").Args["name"], "the name outlives the window")
 			st := r.Stats()
 			assert.Zero(t, st.Dropped)
-			assert.EqualValues(t, tt.events+1, st.Events, "the window took every event and the name")
-			assert.EqualValues(t, st.Events-st.Overwritten, len(ticks)+countNames(evs[1:len(evs)-1])-1,
-				"what is not overwritten is in the trace (the name once more, from the memory of names)")
+			assert.EqualValues(t, tt.events, st.Events, "the window took every event; the name is remembered apart")
+			assert.EqualValues(t, st.Events-st.Overwritten, len(ticks), "what is not overwritten is in the trace")
+			assert.Len(t, byName(evs, "thread_name"), 1, "the name once, from the memory of names")
 		})
 	}
 }
-
-func countNames(evs []event) int { return len(byPhase(evs, "M")) }
 
 func TestFlightRecorderMaxAge(t *testing.T) {
 	r := newFlightRecorder(t, FlightRecorderConfig{MaxAge: 50 * time.Millisecond}, WithFlushInterval(5*time.Millisecond))
@@ -224,4 +222,33 @@ func TestFlightRecorderAsDefault(t *testing.T) {
 	data, err := os.ReadFile(path)
 	require.NoError(t, err)
 	assert.True(t, strings.HasSuffix(string(data), "}\n]\n"))
+}
+
+// TestFlightRecorderNamesEachGoroutineOnce: a dump names every goroutine
+// it remembers once, whether or not the event that set the name is still
+// in the window (issue 10 item 16: it was written twice).
+func TestFlightRecorderNamesEachGoroutineOnce(t *testing.T) {
+	r := newFlightRecorder(t, FlightRecorderConfig{MaxEvents: 2000})
+	r.SetGoroutineName("main")
+	r.SetGoroutineSortIndex(1)
+	for range 100 {
+		r.Span("x")()
+	}
+	for range 2 { // a second dump after the first
+		names := map[uint64]int{}
+		sorts := map[uint64]int{}
+		for _, e := range takeTrace(t, r) {
+			switch e.Name {
+			case "thread_name":
+				names[e.Tid]++
+			case "thread_sort_index":
+				sorts[e.Tid]++
+			}
+		}
+		require.Len(t, names, 1)
+		for tid, n := range names {
+			assert.Equal(t, 1, n, "goroutine %d named %d times", tid, n)
+			assert.Equal(t, 1, sorts[tid])
+		}
+	}
 }

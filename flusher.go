@@ -86,6 +86,7 @@ func (t *Tracer) run() {
 		t.flushMu.Lock()
 		t.flusher.pass(true)
 		t.flushMu.Unlock()
+		t.reportRefusal()
 	}
 }
 
@@ -308,6 +309,14 @@ func (f *flusher) take(c *cursor, h *slot, cut int64) uint64 {
 		f.push(h, rest, token)
 	case kindEnd:
 		f.pop(h)
+	case kindThreadName, kindThreadSort:
+		if f.win != nil {
+			// A dump names every goroutine it remembers (see
+			// tracknames.go): one in the window too would be twice.
+			break
+		}
+		f.enc.event(h, rest)
+		f.pending++
 	default:
 		f.enc.event(h, rest)
 		f.pending++

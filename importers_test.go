@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -141,11 +142,13 @@ func recordEveryKind(tr *Tracer) (open func()) {
 				tr.Span("step", cat)()
 				tr.Begin("eager")()
 				tr.Instant("mark", Float64("nan", 0))
-				tr.Counter("queue", Int("depth", i), Float64("load", float64(i)/7))
+				tr.Counter("queue", Int("depth", i), Float64("load", float64(i)/7), Uint64("total", math.MaxUint64-uint64(i)))
+				tr.Counter("refused", String("not a number", "x")) // Perfetto would refuse the file
 				child.Instant("progress")
 				child.End()
 				f.End()
 				job.End(Bool("ok", true))
+				tr.AsyncBegin("no category", Int("i", i)).End() // chrome://tracing needs a "cat"
 				end()
 				spin(2 * time.Microsecond)
 			}

@@ -126,8 +126,10 @@ func WithProcessLabels(labels ...string) Option {
 }
 
 // WithErrorHandler sets the function the tracer calls when writing the trace
-// fails, or rotating it. It is called from the flusher goroutine, never
-// from a recording call, and must not block for long. The default prints
+// fails, or rotating it, and the first time it leaves out input no viewer
+// can show (see Counter). It is called from the flusher and writer
+// goroutines or Close, never from a recording call, and must not block for
+// long. The default prints
 // each distinct error once to standard error. Errors never stop the
 // application: the tracer goes on recording, and counts the failures in
 // Stats.SinkErrors and the events of failed writes in Stats.Lost.

@@ -100,12 +100,12 @@ func (cs catScope) from(args []Arg) catScope {
 
 // argSlots returns the slots args take: one each, one more for a
 // non-empty string value, none for Category and Scope, which the extra
-// slot holds.
+// slot holds, and none for the zero Arg, which is ignored.
 func argSlots(args []Arg) uint64 {
 	n := uint64(0)
 	for i := range args {
 		switch args[i].kind {
-		case argCategory, argScope:
+		case argCategory, argScope, 0:
 		case argString:
 			n++
 			if args[i].str != "" {
@@ -123,7 +123,7 @@ func putArgs(s []slot, args []Arg) {
 	i := 0
 	for j := range args {
 		a := &args[j]
-		if a.kind == argCategory || a.kind == argScope {
+		if a.kind == argCategory || a.kind == argScope || a.kind == 0 {
 			continue
 		}
 		d := &s[i]

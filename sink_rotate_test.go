@@ -283,3 +283,55 @@ func TestDropsVisibleInEverySink(t *testing.T) {
 		})
 	}
 }
+
+// TestRotationKeepsTheNewestEvents: whatever the limits, the file at the
+// path is never left without events while the newest are elsewhere or
+// deleted, neither by Close (whose last write may pass the size limit) nor
+// by retiring old files. Issue 10 item 1: WithMaxFiles(1) and 1000 spans
+// once left the path with the header alone and deleted the file that held
+// every span.
+func TestRotationKeepsTheNewestEvents(t *testing.T) {
+	for _, tt := range []struct {
+		maxFiles   int
+		flushEvery int // spans between Flush calls; 0: none before Close
+	}{
+		{1, 0}, {1, 100}, {1, 7}, {2, 0}, {2, 100}, {3, 50},
+	} {
+		t.Run(fmt.Sprintf("files=%d/flush=%d", tt.maxFiles, tt.flushEvery), func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, "trace.json")
+			tr, err := New(path, WithMaxFileSize(minFileSize*16), WithMaxFiles(tt.maxFiles))
+			require.NoError(t, err)
+			const spans = 1000
+			for i := range spans {
+				tr.Span("job", Int("i", i), String("pad", "some text to fill the files"))()
+				if tt.flushEvery > 0 && i%tt.flushEvery == tt.flushEvery-1 {
+					require.NoError(t, tr.Flush())
+				}
+			}
+			require.NoError(t, tr.Close())
+			st := tr.Stats()
+			assert.Zero(t, st.Dropped+st.Lost+st.Late)
+
+			files := traceFiles(t, dir)
+			require.NotEmpty(t, files)
+			require.LessOrEqual(t, len(files), tt.maxFiles)
+			require.Equal(t, path, files[len(files)-1], "the path holds the newest events")
+			// The files left hold an unbroken run of the newest spans,
+			// ending with the last one, which is at the path.
+			var seen []int
+			for _, f := range files {
+				for _, e := range byName(readClosed(t, f), "job") {
+					seen = append(seen, int(e.Args["i"].(float64)))
+				}
+			}
+			require.NotEmpty(t, seen)
+			atPath := byName(readClosed(t, path), "job")
+			require.NotEmpty(t, atPath, "the file at the path holds events, not just a header")
+			assert.Equal(t, float64(spans-1), atPath[len(atPath)-1].Args["i"])
+			for k, i := range seen {
+				require.Equal(t, spans-len(seen)+k, i, "files hold the newest spans, in order, none twice")
+			}
+		})
+	}
+}

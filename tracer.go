@@ -71,6 +71,8 @@ type Tracer struct {
 	categories atomic.Pointer[categoryFilter] // nil: every category is recorded
 	lateDrops  atomic.Uint64                  // events refused because the tracer was closed
 	dropped    atomic.Uint64                  // events dropped: full buffers on a stalled sink
+	refused    atomic.Uint64                  // events and counter series refused: see refuse
+	refusal    refusal
 	lanes      atomic.Pointer[lanes]
 	lanesMu    sync.Mutex // serialises addLane only
 	pool       chunkPool
@@ -97,6 +99,7 @@ type Stats struct {
 	SinkErrors uint64 // failed writes; their events are in Lost
 	Lost       uint64 // events encoded but lost because the sink failed
 	Unmatched  uint64 // span ends that matched no open span of their goroutine
+	Refused    uint64 // events and counter series left out because no viewer can show them (see Counter)
 
 	// Overwritten counts the events a FlightRecorder pushed out of its
 	// window to make room for newer ones: the point of the window, not a
@@ -207,6 +210,7 @@ func (t *Tracer) Close() error {
 			defer t.flushMu.Unlock()
 			return t.flusher.close()
 		})
+		t.reportRefusal()
 		if st := t.Stats(); st.Dropped > 0 {
 			t.opts.onError(dropReport(st))
 		}
@@ -230,6 +234,7 @@ func (t *Tracer) Stats() Stats {
 	s := t.flusher.stats()
 	s.Late = t.lateDrops.Load()
 	s.Dropped = t.dropped.Load()
+	s.Refused = t.refused.Load()
 	return s
 }
 
@@ -256,6 +261,10 @@ func printErrorOnce() func(error) {
 // must stay inlinable for tracing-off to cost one load and a branch.
 var std atomic.UnsafePointer
 
+// startMu serialises Start and SetDefault, so that a Start that will lose
+// never creates its file.
+var startMu sync.Mutex
+
 // loadStd returns the default tracer, or nil.
 func loadStd() *Tracer { return (*Tracer)(std.Load()) }
 
@@ -263,8 +272,12 @@ func loadStd() *Tracer { return (*Tracer)(std.Load()) }
 // functions use, writing to the file at path. Until Start and after Stop
 // those functions do nothing and cost about one atomic load.
 func Start(path string, opts ...Option) error {
+	// Only the caller that will win may create the file: New truncates
+	// it, so a loser would wipe the winner's header and end the array.
+	startMu.Lock()
+	defer startMu.Unlock()
 	if loadStd() != nil {
-		return ErrStarted // checked first so the running trace's file is not truncated
+		return ErrStarted
 	}
 	t, err := New(path, opts...)
 	if err != nil {
@@ -285,6 +298,8 @@ func SetDefault(t *Tracer) error {
 	if t == nil {
 		return errors.New("tracer: SetDefault of a nil Tracer")
 	}
+	startMu.Lock()
+	defer startMu.Unlock()
 	if !std.CompareAndSwap(nil, unsafe.Pointer(t)) {
 		return ErrStarted
 	}

@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -301,6 +302,8 @@ func TestHostileStrings(t *testing.T) {
 	names := []string{
 		"", `quote " backslash \ slash /`, "ctrl \x00\x01\x1f\x7f\n\r\t", "bad utf8 \xff\xfe\xc3",
 		"emoji 🚀 and é", "\u2028\u2029", strings.Repeat("long", MaxStringLen),
+		strings.Repeat("\x80", 5000), // kept as U+FFFD, not cut to nothing
+		strings.Repeat("é", MaxStringLen), strings.Repeat("x", MaxStringLen-1) + "🚀",
 	}
 	tr, path := newTestTracer(t)
 	for _, n := range names {
@@ -317,17 +320,24 @@ func TestHostileStrings(t *testing.T) {
 		assert.Equal(t, "+Inf", xs[i].Args["inf"])
 		assert.Equal(t, "-Inf", xs[i].Args["-inf"])
 	}
-	assert.Contains(t, xs[len(names)-1].Name, "…[truncated 12288 bytes]")
+	assert.Contains(t, xs[6].Name, "…[truncated 12288 bytes]")
+	assert.True(t, strings.HasPrefix(xs[7].Name, strings.Repeat("\ufffd", MaxStringLen)), "invalid bytes are cut at the limit")
+	assert.Contains(t, xs[9].Name, "x…[truncated 4 bytes]", "a rune is cut whole")
 }
 
 // expectString is what appendString should make of s once decoded:
-// invalid bytes become U+FFFD one for one, long strings are cut.
+// invalid bytes become U+FFFD one for one, long strings are cut after the
+// last rune (or invalid byte) that fits in MaxStringLen bytes.
 func expectString(s string) string {
 	cut := 0
 	if len(s) > MaxStringLen {
-		n := MaxStringLen
-		for n > 0 && !utf8.RuneStart(s[n]) {
-			n--
+		n := 0
+		for n < len(s) {
+			_, size := utf8.DecodeRuneInString(s[n:])
+			if n+size > MaxStringLen {
+				break
+			}
+			n += size
 		}
 		cut, s = len(s)-n, s[:n]
 	}
@@ -346,7 +356,7 @@ func expectString(s string) string {
 func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
 
 func FuzzAppendString(f *testing.F) {
-	for _, s := range []string{"", "a", `"\`, "\x00", "\xff", "é", "\u2028", strings.Repeat("x", MaxStringLen+1)} {
+	for _, s := range []string{"", "a", `"\`, "\x00", "\xff", "é", "\u2028", strings.Repeat("x", MaxStringLen+1), strings.Repeat("\x80", MaxStringLen+1), strings.Repeat("€", MaxStringLen)} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -399,6 +409,36 @@ func TestDefaultTracer(t *testing.T) {
 	find(t, evs, "X", "during")
 	find(t, evs, "i", "tick")
 	assert.Len(t, byPhase(evs, "X"), 1)
+}
+
+// TestConcurrentStart: of goroutines calling Start on one path at once,
+// one wins, and the others leave its file alone (issue 10 item 3: each
+// loser truncated it and wrote its own header and "]").
+func TestConcurrentStart(t *testing.T) {
+	for round := range 20 {
+		path := filepath.Join(t.TempDir(), "default.json")
+		var wins atomic.Int32
+		var wg sync.WaitGroup
+		for range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				switch err := Start(path); {
+				case err == nil:
+					wins.Add(1)
+				default:
+					assert.ErrorIs(t, err, ErrStarted)
+				}
+			}()
+		}
+		wg.Wait()
+		require.Equal(t, int32(1), wins.Load(), "round %d", round)
+		Span("after the race")()
+		require.NoError(t, Stop())
+		evs := readClosed(t, path) // strict JSON: one header, one "]"
+		find(t, evs, "X", "after the race")
+		assert.Len(t, byName(evs, "process_name"), 1, "one header")
+	}
 }
 
 func TestNilTracerIsANoOp(t *testing.T) {
