@@ -42,6 +42,7 @@ type flusher struct {
 	names      *trackNames // goroutine names to write again, with rot or win
 
 	unmatched uatomic.Uint64
+	forgotten uatomic.Uint64 // open spans given up: see pop and maxOpenSpans
 }
 
 // A cursor walks one lane during a pass; the lane keeps its position.
@@ -227,7 +228,7 @@ merge:
 		}
 	}
 	if complete {
-		f.open.trim(maxOpenSpans)
+		f.forgotten.Add(uint64(f.open.trim(maxOpenSpans)))
 		if f.win == nil { // a flight recorder writes spans whole: see FlightRecorder
 			f.writeOldBegins(cut - int64(f.t.opts.flushInterval))
 		}
@@ -277,7 +278,7 @@ func (f *flusher) peek(c *cursor) *slot {
 // because the buffers were full on a stalled sink, or lost in a write
 // that failed.
 func (f *flusher) dropsSoFar() uint64 {
-	return f.out.lost.Load() + f.t.dropped.Load()
+	return f.out.lost.Load() + f.t.dropped.Load() + f.forgotten.Load()
 }
 
 // take encodes the event whose head is h, at c's position, and returns how
@@ -471,6 +472,7 @@ func (f *flusher) stats() Stats {
 		SinkErrors: w.sinkErrors.Load(),
 		Lost:       w.lost.Load(),
 		Unmatched:  f.unmatched.Load(),
+		Forgotten:  f.forgotten.Load(),
 	}
 	if f.win != nil {
 		s.Overwritten = f.win.overwritten.Load()

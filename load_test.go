@@ -249,15 +249,16 @@ func TestOpenSpansTrim(t *testing.T) {
 		}
 	}
 	require.Equal(t, 225, o.count)
-	o.trim(max)
+	forgotten := o.trim(max)
 	total := 0
 	for gid, s := range o.stacks {
 		total += len(*s)
 		assert.Greater(t, gid, uint64(150-max), "the oldest goroutines go first")
 	}
 	assert.Equal(t, total, o.count)
+	assert.Equal(t, 225-total, forgotten, "every forgotten span is counted")
 	assert.LessOrEqual(t, o.count, max-max/4)
 	assert.Greater(t, o.count, max/2)
-	o.trim(max)
+	assert.Zero(t, o.trim(max))
 	assert.Equal(t, total, o.count, "under the bound, trim does nothing")
 }

@@ -2,6 +2,7 @@ package tracer
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 )
 
@@ -17,17 +18,20 @@ import (
 // outermost first, keeps the B/E events of a track properly nested in file
 // order, which chrome://tracing requires.
 
-// maxOpenSpans bounds the open spans the flusher remembers. A goroutine that
-// exits inside a span whose end was dropped (the buffers were full) leaves the
+// maxOpenSpans bounds the open spans the flusher remembers: a server with a
+// million slow requests in flight keeps every one. An open span costs the
+// flusher about 140 bytes (its start and its goroutine's entry in the
+// table: 1M goroutines with a span each took 140 MB of heap), more with
+// args, so the bound is about 150 MB. A goroutine that exits
+// inside a span whose end was dropped (the buffers were full) leaves the
 // start here for good, and a program that drops often while starting many
-// goroutines would otherwise grow this table without limit: a million such
-// goroutines held 33 MB. Past the bound, the flusher forgets the goroutines
-// whose newest open span is oldest (a dead goroutine's only gets older)
-// until a quarter of the table is free. A forgotten span whose B event was
-// written stays without an E, one that was not is not written, and its end,
-// should it still come, is counted in Stats.Unmatched. Live programs reach
-// the bound only with more than this many spans open at once.
-const maxOpenSpans = 1 << 14
+// goroutines would otherwise grow this table without limit. Past the bound,
+// the flusher forgets the goroutines whose newest open span is oldest (a
+// dead goroutine's only gets older) until a quarter of the table is free.
+// Each forgotten span is an event that will not be written, its B or its
+// E, and is counted in Stats.Forgotten and the tracer.dropped counter;
+// its end, should it still come, is counted in Stats.Unmatched.
+const maxOpenSpans = 1 << 20
 
 // An openSpan is a started span whose end has not been seen yet.
 type openSpan struct {
@@ -118,10 +122,15 @@ func (f *flusher) writeBegins(s []openSpan, before int64) {
 	}
 }
 
-// pop pairs an end record with its start. Spans above it in the stack whose
-// ends were dropped (a full ring) are closed at the same time if their B is
-// already in the file, and forgotten otherwise. An end that matches nothing
-// (ended twice, or on another goroutine) is counted.
+// pop pairs an end record with its start. Spans above it in the stack are
+// still open: their ends were dropped (full buffers on a stalled sink), or
+// they end later, out of order. Either way they cannot be drawn nested in
+// the span that ends, so they end with it if their B is already in the
+// file (an E without its own end time, but a file whose B and E events
+// nest), and are forgotten otherwise, counted in Stats.Forgotten and
+// reported once. An end that matches nothing (ended twice, or on another
+// goroutine, or after its start was forgotten) is counted in
+// Stats.Unmatched.
 func (f *flusher) pop(end *slot) {
 	s := f.open.stack(end.gid(), false)
 	if s == nil {
@@ -146,6 +155,13 @@ func (f *flusher) pop(end *slot) {
 		case j == i:
 			f.enc.complete(&o.start, o.rest, end.at()-o.start.at())
 			f.pending++
+		default:
+			f.forgotten.Inc()
+			f.t.refusal.keep(func() error {
+				return fmt.Errorf("tracer: span %q was still open when %q, which began before it on the same goroutine, ended: "+
+					"spans end in the reverse order they began, so it was not written (counted in Stats.Forgotten)",
+					o.start.str(), st[i].start.str())
+			})
 		}
 		st[j] = openSpan{} // let the strings go
 	}
@@ -176,10 +192,11 @@ func (o *openSpans) unwrite(batch uint64) {
 }
 
 // trim forgets goroutines' open spans, those whose newest span is oldest
-// first, while more than max are open; see maxOpenSpans.
-func (o *openSpans) trim(max int) {
+// first, while more than max are open, and returns how many it forgot;
+// see maxOpenSpans.
+func (o *openSpans) trim(max int) (forgotten int) {
 	if o.count <= max {
-		return
+		return 0
 	}
 	type stackAge struct {
 		gid    uint64
@@ -196,8 +213,10 @@ func (o *openSpans) trim(max int) {
 		}
 		s := o.stacks[a.gid]
 		o.count -= len(*s)
+		forgotten += len(*s)
 		clear(*s) // let the strings go
 		*s = (*s)[:0]
 		o.release(a.gid, s)
 	}
+	return forgotten
 }

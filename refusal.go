@@ -2,9 +2,9 @@ package tracer
 
 import "go.uber.org/atomic"
 
-// A refusal holds the first error about input the tracer refused (a
-// counter series no viewer can draw, say) until the flusher goroutine or
-// Close reports it: the error handler is never called from a recording
+// A refusal holds the first error about misuse (a counter series no
+// viewer can draw, spans ended out of order) until the flusher goroutine
+// or Close reports it: the error handler is never called from a recording
 // call.
 type refusal struct {
 	taken atomic.Bool
@@ -16,9 +16,15 @@ type refusal struct {
 // called only then, so misuse in a loop costs no formatting.
 func (t *Tracer) refuse(msg func() error) {
 	t.refused.Inc()
-	if !t.refusal.taken.Load() && t.refusal.taken.CompareAndSwap(false, true) {
+	t.refusal.keep(msg)
+}
+
+// keep keeps the error msg returns for reportRefusal, if it is the first
+// misuse: one report a tracer, so misuse in a loop does not flood the log.
+func (r *refusal) keep(msg func() error) {
+	if !r.taken.Load() && r.taken.CompareAndSwap(false, true) {
 		err := msg()
-		t.refusal.err.Store(&err)
+		r.err.Store(&err)
 	}
 }
 

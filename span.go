@@ -8,16 +8,22 @@ func nop() {}
 //
 //	defer tracer.Span("decode", tracer.Int("bytes", n))()
 //
-// Spans nest on their goroutine's track. Call the returned function once,
-// on the goroutine that started the span. A span that ends within a flush
+// Spans nest on their goroutine's track, so they end in the reverse order
+// they began: a span still open when one begun before it ends cannot be
+// drawn nested, and is not written (counted in Stats.Forgotten and
+// reported once to the error handler) unless its begin event was already
+// written, in which case it ends with the outer span. Call the returned
+// function once, on the goroutine that started the span. Any number of
+// spans may be open at once, up to a million, at about 140 bytes each in
+// the flusher while they are open. A span that ends within a flush
 // interval is written as one complete ("X") event; one still open when a
 // flush comes and older than the flush interval is written as a begin
 // ("B") event at once and an end ("E") event later, so a crash in the
 // middle of long work still shows what was running.
 //
 // Span allocates nothing, on or off: the returned function is made in
-// advance, one per ring slot. When the default tracer is not running, or
-// its buffer is full, Span returns a no-op function.
+// advance. When the default tracer is not running, or its buffers are full
+// on a stalled sink, Span returns a no-op function.
 func Span(name string, args ...Arg) func() {
 	if t := (*Tracer)(std.Load()); t != nil {
 		return t.startSpan(name, args)

@@ -99,6 +99,7 @@ type Stats struct {
 	SinkErrors uint64 // failed writes; their events are in Lost
 	Lost       uint64 // events encoded but lost because the sink failed
 	Unmatched  uint64 // span ends that matched no open span of their goroutine
+	Forgotten  uint64 // open spans not written: ended out of order, or past the bound on open spans (see Span)
 	Refused    uint64 // events and counter series left out because no viewer can show them (see Counter)
 
 	// Overwritten counts the events a FlightRecorder pushed out of its
