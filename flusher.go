@@ -43,6 +43,25 @@ type flusher struct {
 
 	unmatched uatomic.Uint64
 	forgotten uatomic.Uint64 // open spans given up: see pop and maxOpenSpans
+
+	sentEnds []sentEnd // E events in batches not yet written: see takeFailures
+	resend   []sentEnd // E events of failed writes, to write again
+}
+
+// A sentEnd is an E event in a batch the writer has not written yet, kept
+// so that a failed write does not leave its B, already in the file,
+// without an end.
+type sentEnd struct {
+	start slot
+	rest  []slot
+	at    int64
+	batch uint64 // the batch that holds the E
+	off   int    // where in it
+	b     struct {
+		batch uint64 // the batch that held the B
+		off   int
+		lost  bool // in a failed write
+	}
 }
 
 // A cursor walks one lane during a pass; the lane keeps its position.
@@ -194,6 +213,7 @@ func (f *flusher) pass(block bool) bool {
 	if !f.startBatch(block) {
 		return false
 	}
+	f.writeResent()
 	cut := nanotime()
 	f.cursors = f.cursors[:0]
 	for _, l := range *f.t.lanes.Load() {
@@ -390,18 +410,61 @@ func (f *flusher) send() {
 	f.out.queue <- b // never blocks: the queue has room for every batch
 }
 
-// takeFailures brings the encoder up to date with the writes that failed:
-// the spans whose B event they held are written again (or become X
-// events): an E without its B breaks chrome://tracing. Goroutine names
-// and the drop counter are written again too.
+// takeFailures brings the encoder up to date with the writes that failed.
+// Events before the point where a write failed reached the sink (see
+// failure). Of those after it, the spans whose B event they held are
+// written again (or become X events), and the E events whose B is in the
+// file are written again: an E without its B breaks chrome://tracing, and
+// a B without its E draws a span to the end of the trace over every later
+// span of its goroutine. Goroutine names and the drop counter are written
+// again too.
 func (f *flusher) takeFailures() {
-	for _, seq := range f.out.takeFailures() {
-		f.open.unwrite(seq)
+	done := f.out.done.Load() // first: a failure is listed before done passes it
+	for _, fl := range f.out.takeFailures() {
+		f.open.unwrite(fl)
+		for i := range f.sentEnds {
+			e := &f.sentEnds[i]
+			if e.b.batch == fl.seq && e.b.off >= fl.delivered {
+				e.b.lost = true
+			}
+			if e.batch == fl.seq && e.off >= fl.delivered && !e.b.lost {
+				f.resend = append(f.resend, *e)
+			}
+		}
 		if f.names != nil {
 			f.names.newFile()
 		}
 		f.reportedDrops = math.MaxUint64
 	}
+	// The E events of written batches need nothing more.
+	keep := f.sentEnds[:0]
+	for _, e := range f.sentEnds {
+		if e.batch >= done {
+			keep = append(keep, e)
+		}
+	}
+	clear(f.sentEnds[len(keep):])
+	f.sentEnds = keep
+}
+
+// writeResent writes again the E events of failed writes.
+func (f *flusher) writeResent() {
+	for i := range f.resend {
+		e := &f.resend[i]
+		f.writeEnd(&e.start, e.rest, e.at, e.b.batch, e.b.off)
+	}
+	clear(f.resend)
+	f.resend = f.resend[:0]
+}
+
+// writeEnd writes the E event, at time at, of a span whose B event is in
+// batch bBatch at bOff, and keeps it until its batch is written.
+func (f *flusher) writeEnd(start *slot, rest []slot, at int64, bBatch uint64, bOff int) {
+	e := sentEnd{start: *start, rest: rest, at: at, batch: f.batch, off: len(f.enc.buf)}
+	e.b.batch, e.b.off = bBatch, bOff
+	f.sentEnds = append(f.sentEnds, e)
+	f.enc.end(start, rest, at)
+	f.pending++
 }
 
 // sync waits until the writer has written everything queued, and returns

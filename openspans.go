@@ -40,6 +40,7 @@ type openSpan struct {
 	token   uint64 // the spanToken id its end will carry
 	written bool   // its B event is in the file
 	batch   uint64 // the write that held its B event
+	off     int    // where in that write
 }
 
 // openSpans holds the open spans of every goroutine that has one.
@@ -116,8 +117,8 @@ func (f *flusher) writeBegins(s []openSpan, before int64) {
 		if o.start.at() >= before {
 			return
 		}
+		o.written, o.batch, o.off = true, f.batch, len(f.enc.buf)
 		f.enc.begin(&o.start, o.rest)
-		o.written, o.batch = true, f.batch
 		f.pending++
 	}
 }
@@ -150,8 +151,7 @@ func (f *flusher) pop(end *slot) {
 		o := &st[j]
 		switch {
 		case o.written:
-			f.enc.end(&o.start, o.rest, end.at())
-			f.pending++
+			f.writeEnd(&o.start, o.rest, end.at(), o.batch, o.off)
 		case j == i:
 			f.enc.complete(&o.start, o.rest, end.at()-o.start.at())
 			f.pending++
@@ -177,14 +177,14 @@ func (f *flusher) writeOldBegins(before int64) {
 	}
 }
 
-// unwrite forgets the B events of a failed write, so that they are written
-// again (or their spans become X events): an E without its B breaks
-// chrome://tracing. B events are written bottom up, so the spans it marks
-// are still a top run of their stack.
-func (o *openSpans) unwrite(batch uint64) {
+// unwrite forgets the B events that a failed write lost, so that they are
+// written again (or their spans become X events): an E without its B
+// breaks chrome://tracing. B events are written bottom up, so the spans it
+// marks are still a top run of their stack.
+func (o *openSpans) unwrite(fl failure) {
 	for _, s := range o.stacks {
 		for i := range *s {
-			if sp := &(*s)[i]; sp.written && sp.batch == batch {
+			if sp := &(*s)[i]; sp.written && sp.batch == fl.seq && sp.off >= fl.delivered {
 				sp.written = false
 			}
 		}

@@ -137,8 +137,15 @@ func (g *gzipSink) Write(p []byte) (int, error) {
 		rest = rest[len(chunk):]
 	}
 	g.batch = b
-	if _, err := g.out.Write(b); err != nil {
-		return 0, err
+	if n, err := g.out.Write(b); err != nil {
+		if n < len(b) {
+			return 0, err // a member is readable only whole
+		}
+		// A stream keeps what it could not write and writes it next
+		// time (see writerSink): all of p reaches it.
+		g.offset += int64(len(b))
+		g.raw += int64(len(p))
+		return len(p), err
 	}
 	g.offset += int64(len(b))
 	g.raw += int64(len(p))

@@ -63,9 +63,10 @@ func newStream(s *writerSink, opts []Option) (*Tracer, error) {
 
 // A writerSink passes batches to an io.Writer that cannot be cut back. When
 // a Write fails part-way, it keeps the rest of the cut event (of the cut
-// gzip member, when whole is set) and writes it first at the next Write,
-// so a writer that recovers carries a valid trace. The other events of the
-// failed batch are lost and counted.
+// gzip members, when whole is set) and writes it first at the next Write,
+// so a writer that recovers carries a valid trace, and it returns the
+// bytes that reach the writer, now or then. The other events of the
+// failed batch are lost, and counted.
 type writerSink struct {
 	w     io.Writer
 	close func() error // nil: the writer is not ours to close
@@ -95,6 +96,10 @@ func (s *writerSink) Write(p []byte) (int, error) {
 			}
 		}
 		s.rest = append(s.rest[:0], p[n:end]...)
+		// The cut event reaches the writer with the next Write: report
+		// it as written, so that it is neither counted lost nor written
+		// again.
+		return end, err
 	}
 	return n, err
 }

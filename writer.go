@@ -1,6 +1,7 @@
 package tracer
 
 import (
+	"bytes"
 	"errors"
 	"math"
 	"sync"
@@ -47,11 +48,12 @@ type writer struct {
 	free   chan *batch
 	exited chan struct{}
 
-	busySince atomic.Int64 // nanotime when the write under way started, 0 when none is
+	busySince atomic.Int64  // nanotime when the write under way started, 0 when none is
+	done      atomic.Uint64 // batches written or failed: every batch below it, by seq
 
 	mu     sync.Mutex
-	failed []uint64 // batches whose write failed, for the encoder to unwrite
-	errs   error    // write errors since the last sync
+	failed []failure // batches whose write failed, for the encoder to unwrite
+	errs   error     // write errors since the last sync
 
 	events, bytes, flushes, sinkErrors, lost atomic.Uint64
 	ratio                                    atomic.Uint64 // float64 bits: file bytes per byte encoded, for rotation
@@ -91,6 +93,7 @@ func (f *flusher) writeLoop() {
 		default:
 			f.writeBatch(b, b.buf)
 		}
+		w.done.Store(b.seq + 1) // after a failure is in w.failed
 		b.buf, b.end = b.buf[:0], b.end[:0]
 		w.free <- b
 		f.t.progress.broadcast()
@@ -110,9 +113,18 @@ func (f *flusher) writeBatch(b *batch, p []byte) {
 	w.flushes.Inc()
 	if err != nil {
 		w.sinkErrors.Inc()
-		w.lost.Add(uint64(b.events))
 		w.mu.Lock()
-		w.failed = append(w.failed, b.seq)
+		if n < len(p) {
+			// The events before n reach the sink (a stream completes a cut
+			// event with its next write: see writerSink); the rest are
+			// lost, and the encoder writes again what it must.
+			delivered := min(eventsIn(p[:n]), b.events)
+			w.events.Add(uint64(delivered))
+			w.lost.Add(uint64(b.events - delivered))
+			w.failed = append(w.failed, failure{seq: b.seq, delivered: len(b.buf) - len(p) + n})
+		} else {
+			w.events.Add(uint64(b.events))
+		}
 		w.errs = errors.Join(w.errs, err)
 		w.mu.Unlock()
 		f.t.opts.onError(err)
@@ -132,8 +144,24 @@ func (f *flusher) fail(err error) {
 	f.t.opts.onError(err)
 }
 
+// A failure is a write that did not deliver all of its batch.
+type failure struct {
+	seq       uint64 // the batch
+	delivered int    // bytes of its buf that reached the sink: whole events
+}
+
+// eventsIn counts the events in p, whole lines that each start with '{'
+// (padding lines are empty).
+func eventsIn(p []byte) int {
+	n := bytes.Count(p, []byte("\n{"))
+	if len(p) > 0 && p[0] == '{' {
+		n++
+	}
+	return n
+}
+
 // takeFailures returns the batches whose write failed since the last call.
-func (w *writer) takeFailures() []uint64 {
+func (w *writer) takeFailures() []failure {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	failed := w.failed
