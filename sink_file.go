@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 )
 
 // processID is the pid written on every event.
@@ -31,8 +32,17 @@ type fileSink struct {
 
 // openFile creates or truncates the file at path and returns the sink for
 // it: a fileSink for a regular file, and a writerSink for anything else,
-// such as /dev/stdout or a named pipe, which cannot be cut back.
-func openFile(path string) (sink, error) {
+// such as /dev/stdout or a named pipe, which cannot be cut back. Opening a
+// named pipe waits for a reader at most fifoWait (zero: as long as it
+// takes).
+func openFile(path string, fifoWait time.Duration) (sink, error) {
+	if fi, err := os.Stat(path); err == nil && fi.Mode()&os.ModeNamedPipe != 0 && fifoWait > 0 {
+		f, err := openFIFO(path, fifoWait)
+		if err != nil {
+			return nil, err
+		}
+		return newWriterSink(f, f.Close), nil
+	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("tracer: %w", err)

@@ -92,7 +92,8 @@ func WithGzip(level int) Option {
 // reader skips and joinGzipMembers drops. A batch is split at line
 // boundaries into chunks that compress to a page or less; only a single
 // event that compresses to more than a page (very long strings) can still
-// be cut.
+// be cut. On a pipe, members are written in pieces of at most pipeBuf
+// bytes (see writerSink), for the same reason.
 type gzipSink struct {
 	out     sink
 	level   int
@@ -104,16 +105,21 @@ type gzipSink struct {
 	offset  int64  // bytes of whole writes in out, when aligned
 	raw     int64  // uncompressed bytes in whole members
 	path    string // the file out writes to, if any: Close joins its members
+	pipe    bool   // out is a pipe: write members in atomic pieces
+	ends    []int  // members of batch: where each ends in it, and in p
+	rawEnds []int
 }
 
 func newGzipSink(out sink, level int) *gzipSink {
 	_, aligned := out.(*fileSink)
-	return &gzipSink{out: out, level: level, ratio: 4, aligned: aligned}
+	ws, _ := out.(*writerSink)
+	return &gzipSink{out: out, level: level, ratio: 4, aligned: aligned, pipe: ws != nil && ws.pipe}
 }
 
 func (g *gzipSink) Write(p []byte) (int, error) {
 	b := g.batch[:0]
 	off := g.offset
+	g.ends, g.rawEnds = g.ends[:0], g.rawEnds[:0]
 	for rest := p; len(rest) > 0; {
 		chunk := lineChunk(rest, g.ratio*(pageSize-pageSize/8))
 		m, err := g.compress(chunk)
@@ -135,8 +141,12 @@ func (g *gzipSink) Write(p []byte) (int, error) {
 		b = append(b, m...)
 		off = g.offset + int64(len(b))
 		rest = rest[len(chunk):]
+		g.ends, g.rawEnds = append(g.ends, len(b)), append(g.rawEnds, len(p)-len(rest))
 	}
 	g.batch = b
+	if g.pipe && len(b) > pipeBuf {
+		return g.writePieces(p, b)
+	}
 	if n, err := g.out.Write(b); err != nil {
 		if n < len(b) {
 			return 0, err // a member is readable only whole
@@ -146,6 +156,35 @@ func (g *gzipSink) Write(p []byte) (int, error) {
 		g.offset += int64(len(b))
 		g.raw += int64(len(p))
 		return len(p), err
+	}
+	g.offset += int64(len(b))
+	g.raw += int64(len(p))
+	return len(p), nil
+}
+
+// writePieces writes b, the members compressed from p, to a pipe in pieces
+// of whole members of at most pipeBuf bytes where it can, and returns how
+// much of p reached it.
+func (g *gzipSink) writePieces(p, b []byte) (int, error) {
+	start, rawStart := 0, 0
+	for i, end := range g.ends {
+		last := i == len(g.ends)-1
+		if !last && g.ends[i+1]-start <= pipeBuf {
+			continue // the next member fits in this piece too
+		}
+		n, err := g.out.Write(b[start:end])
+		if err != nil {
+			if n < end-start {
+				return rawStart, err
+			}
+			// The writer keeps the rest of the piece for its next
+			// Write: the piece reaches the pipe.
+			rawStart = g.rawEnds[i]
+			g.offset += int64(end)
+			g.raw += int64(rawStart)
+			return rawStart, err
+		}
+		start, rawStart = end, g.rawEnds[i]
 	}
 	g.offset += int64(len(b))
 	g.raw += int64(len(p))

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"go.uber.org/atomic"
 )
@@ -41,6 +42,7 @@ type sinkOptions struct {
 	level    int
 	maxSize  int64
 	maxFiles int
+	fifoWait time.Duration // how long to wait for a named pipe's reader: the stop timeout
 }
 
 func (o *sinkOptions) rotating() bool { return o.maxSize > 0 || o.maxFiles > 0 }
@@ -96,7 +98,7 @@ func openSink(path string, o *sinkOptions) (sink, *rotator, error) {
 		}
 		return r, r, nil
 	}
-	s, err := openFile(path)
+	s, err := openFile(path, o.fifoWait)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -187,7 +189,7 @@ func (r *rotator) findRotated() error {
 
 // open starts a new, empty current file at path.
 func (r *rotator) open() error {
-	s, err := openFile(r.path)
+	s, err := openFile(r.path, r.opts.fifoWait)
 	if err != nil {
 		return err
 	}

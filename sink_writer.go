@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"os"
+	"runtime"
 )
 
 // A Sink receives the encoded trace from a Tracer's background goroutine.
@@ -67,18 +69,54 @@ func newStream(s *writerSink, opts []Option) (*Tracer, error) {
 // so a writer that recovers carries a valid trace, and it returns the
 // bytes that reach the writer, now or then. The other events of the
 // failed batch are lost, and counted.
+//
+// On a pipe, a write of at most pipeBuf bytes is atomic: a process killed
+// while it waits for the reader has written all of it or nothing, where a
+// longer write may stop anywhere. So to a pipe the events are written in
+// pieces of at most pipeBuf bytes, each ending on an event boundary (on a
+// gzip member boundary, see gzipSink), and a kill leaves the stream on one.
 type writerSink struct {
 	w     io.Writer
 	close func() error // nil: the writer is not ours to close
-	whole bool         // a Write is one unit (a gzip member), not lines
+	whole bool         // a Write is one unit (gzip members), not lines
+	pipe  bool         // w is a pipe: write lines in atomic pieces
 	rest  []byte       // the unwritten end of a cut unit
 }
 
+// pipeBuf is PIPE_BUF: a write of at most this many bytes to a pipe is
+// atomic. It is 4096 on Linux, and POSIX promises 512.
+var pipeBuf = map[bool]int{true: 4096, false: 512}[runtime.GOOS == "linux"]
+
 func newWriterSink(w io.Writer, close func() error) *writerSink {
-	return &writerSink{w: w, close: close}
+	return &writerSink{w: w, close: close, pipe: isPipe(w)}
+}
+
+// isPipe reports whether w is a pipe or FIFO.
+func isPipe(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeNamedPipe != 0
 }
 
 func (s *writerSink) Write(p []byte) (int, error) {
+	if !s.pipe || s.whole || len(p) <= pipeBuf {
+		return s.write(p)
+	}
+	done := 0
+	for done < len(p) {
+		n, err := s.write(lineChunk(p[done:], pipeBuf))
+		done += n
+		if err != nil {
+			return done, err
+		}
+	}
+	return done, nil
+}
+
+func (s *writerSink) write(p []byte) (int, error) {
 	if len(s.rest) > 0 {
 		n, err := s.w.Write(s.rest)
 		s.rest = s.rest[:copy(s.rest, s.rest[n:])]
