@@ -43,6 +43,9 @@ type FlightRecorderConfig struct {
 // event once it ends, Begin's included, so that no E event can lose its B
 // to the window's edge; spans still open when the trace is taken are B
 // events without an E, which both viewers draw up to the end of the trace.
+// Likewise a trace leaves out the ends of async operations and flows whose
+// beginning left the window, and ends the operations still open when it
+// is taken.
 //
 // The embedded Tracer records as any other; Close discards the window.
 type FlightRecorder struct {
@@ -131,9 +134,13 @@ func (r *FlightRecorder) snapshot() ([]byte, error) {
 	saved := f.enc.buf
 	f.enc.buf = make([]byte, 0, f.win.bytes+64<<10)
 	f.appendHeader()
+	events := make([]byte, 0, f.win.bytes)
 	for _, c := range f.win.chunks {
-		f.enc.buf = append(f.enc.buf, c.buf[c.off:]...)
+		events = append(events, c.buf[c.off:]...)
 	}
+	// Async and flow events whose other half left the window are left
+	// out, and operations still open end now: see flightpairs.go.
+	f.enc.buf, _ = keepPairs(f.enc.buf, events, appendMicros(nil, nanotime()-t.base))
 	f.names.appendAll(&f.enc)
 	for _, s := range f.open.stacks {
 		for i := range *s {

@@ -210,15 +210,16 @@ func TestFilesLoadInBothViewers(t *testing.T) {
 	out := t.TempDir()
 	var files []string
 	crashOnly := map[string]bool{} // catapult reads the first gzip member only
-	// A rotated file or a flight recording holds part of the timeline: an
-	// async operation or a flow that crosses its edge is unmatched in it.
-	// These are the warnings that cut causes, and the only ones allowed.
+	// A rotated file holds part of the timeline: an async operation or a
+	// flow that crosses its edge is unmatched in it. These are the
+	// warnings that cut causes, and the only ones allowed. (A flight
+	// recording keeps pairs whole: see flightpairs.go.)
 	cutWarnings := map[string]bool{"async_slice_parse_error": true, "flow_slice_start_error": true,
 		"flow_slice_ordering_error": true, "flow_slice_end_error": true, "flow_no_enclosing_slice": true,
 		"flow_end_without_start": true, "flow_step_without_start": true}
 	partial := func(f string) bool {
 		b := filepath.Base(f)
-		return strings.HasPrefix(b, "rotated") || strings.HasPrefix(b, "flight")
+		return strings.HasPrefix(b, "rotated")
 	}
 
 	write := func(name string, opts ...Option) {
