@@ -10,14 +10,14 @@ import (
 
 func TestKeepPairs(t *testing.T) {
 	lines := []string{
-		`{"name":"op","cat":"db","ph":"e","ts":1.000,"pid":1,"tid":1,"id2":{"local":"0x1"}},`,            // began before the window
-		`{"name":"op","cat":"db","ph":"n","ts":1.000,"pid":1,"tid":1,"id2":{"local":"0x1"}},`,            // likewise
+		`{"name":"op","cat":"db","ph":"e","ts":1.000,"pid":1,"tid":1,"id2":{"local":"0x1"}},`,                // began before the window
+		`{"name":"op","cat":"db","ph":"n","ts":1.000,"pid":1,"tid":1,"id2":{"local":"0x1"}},`,                // likewise
 		`{"name":"op","cat":"db","ph":"b","ts":2.000,"pid":1,"tid":1,"id2":{"local":"0x2"},"args":{"a":1}},`, // stays open
 		`{"name":"op","cat":"http","ph":"b","ts":2.500,"pid":1,"tid":1,"id2":{"local":"0x3"}},`,
 		`{"name":"op","cat":"http","ph":"n","ts":2.600,"pid":1,"tid":1,"id2":{"local":"0x3"}},`,
 		`{"name":"op","cat":"http","ph":"e","ts":2.700,"pid":1,"tid":1,"id2":{"local":"0x3"},"args":{"ph":"b"}},`,
 		`{"name":"op","cat":"db","ph":"e","ts":2.800,"pid":1,"tid":1,"id2":{"local":"0x3"}},`, // another category: no begin
-		`{"name":"h","ph":"f","ts":3.000,"pid":1,"tid":1,"id":7,"bp":"e"},`,                            // started before the window
+		`{"name":"h","ph":"f","ts":3.000,"pid":1,"tid":1,"id":7,"bp":"e"},`,                   // started before the window
 		`{"name":"h","ph":"s","ts":3.100,"pid":1,"tid":1,"id":8},`,
 		`{"name":"h","ph":"t","ts":3.200,"pid":1,"tid":2,"id":8},`,
 		`{"name":"h","ph":"f","ts":3.300,"pid":1,"tid":3,"id":8,"bp":"e"},`,
@@ -41,8 +41,8 @@ func TestKeepPairs(t *testing.T) {
 // ends when the trace is taken.
 func TestFlightRecorderKeepsPairsWhole(t *testing.T) {
 	r := newFlightRecorder(t, FlightRecorderConfig{MaxEvents: 40})
-	early := r.AsyncBegin("early")   // its b leaves the window
-	flow := r.FlowStart("handoff")   // its s too
+	early := r.AsyncBegin("early") // its b leaves the window
+	flow := r.FlowStart("handoff") // its s too
 	for i := range 100 {
 		r.Instant("filler", Int("i", i))
 		if i%10 == 0 {
