@@ -51,7 +51,9 @@ func TestFlightRecorderKeepsPairsWhole(t *testing.T) {
 	}
 	early.Instant("late instant")
 	early.End()
-	r.Span("receiver", func() Arg { flow.End(); return Arg{} }())()
+	receiver := r.Span("receiver")
+	flow.End()
+	receiver()
 	open := r.AsyncBegin("still open")
 	open.Instant("progress")
 	evs := takeTrace(t, r)
