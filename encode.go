@@ -130,9 +130,7 @@ func (e *encoder) event(h *slot, rest []slot) {
 		x := &rest[0]
 		b = e.appendHead(b, h, rest, asyncPhase[h.kind()-kindAsyncBegin], h.at())
 		b = e.appendIDs(b, h.gid())
-		b = append(b, `,"id2":{"local":"0x`...)
-		b = strconv.AppendUint(b, x.num, 16)
-		b = append(b, `"}`...)
+		b = appendAsyncID(b, x)
 		b = appendScope(b, x)
 		e.buf = e.appendTail(b, h, rest)
 	case kindFlowStart, kindFlowStep, kindFlowEnd:
@@ -157,6 +155,22 @@ var (
 )
 
 // appendScope writes the scope held by the extra slot x.
+// appendAsyncID appends the id2 field of an async event whose extra slot
+// is x. A scoped id is written "scope:0x1": Perfetto keys async tracks on
+// category and id2.local alone, so the scope must be part of the id for
+// operations with the same id in two scopes to stay apart.
+func appendAsyncID(b []byte, x *slot) []byte {
+	b = append(b, `,"id2":{"local":`...)
+	if scope := uint16(x.meta >> 16); scope != 0 {
+		b = appendString(b, scopes.name(scope))
+		b = append(b[:len(b)-1], ":0x"...) // inside the string
+	} else {
+		b = append(b, `"0x`...)
+	}
+	b = strconv.AppendUint(b, x.num, 16)
+	return append(b, `"}`...)
+}
+
 func appendScope(b []byte, x *slot) []byte {
 	scope := uint16(x.meta >> 16)
 	if scope == 0 {

@@ -71,7 +71,13 @@ func (e *refEncoder) event(r *refRecord, cont []refRecord) {
 		// a plain id would land on a global track.
 		b = e.appendHead(b, r, refAsyncPhase[r.kind-kindAsyncBegin], r.at)
 		b = e.appendIDs(b, r.gid)
-		b = append(b, `,"id2":{"local":"0x`...)
+		b = append(b, `,"id2":{"local":"`...)
+		if r.scope != 0 {
+			scope := appendString(nil, scopes.name(r.scope))
+			b = append(b, scope[1:len(scope)-1]...)
+			b = append(b, ':')
+		}
+		b = append(b, "0x"...)
 		b = strconv.AppendUint(b, r.id, 16)
 		b = append(b, `"}`...)
 		b = refAppendScope(b, r)

@@ -107,7 +107,7 @@ func TestAsyncAcrossGoroutines(t *testing.T) {
 	evs := readClosed(t, path)
 	assert.Equal(t, jobs+1, checkAsync(t, evs))
 	req := find(t, evs, "b", "request")
-	assert.Equal(t, "0xabc", req.ID2["local"])
+	assert.Equal(t, "http:0xabc", req.ID2["local"], "the scope keeps the id apart from other scopes' in Perfetto")
 	assert.Equal(t, "http", req.Scope)
 }
 
@@ -116,9 +116,9 @@ func TestAsyncScopeField(t *testing.T) {
 	tr.AsyncBeginID(7, "request", Scope("http"), Int("n", 1)).End()
 	require.NoError(t, tr.Close())
 	data := readFile(t, path)
-	assert.Contains(t, data, `"id2":{"local":"0x7"},"scope":"http","args":{"n":1}`)
+	assert.Contains(t, data, `"id2":{"local":"http:0x7"},"scope":"http","args":{"n":1}`)
 	assert.NotContains(t, data, `"args":{"scope"`, "the scope is a field, never an arg")
-	assert.Contains(t, data, `"id2":{"local":"0x7"},"scope":"http"},`)
+	assert.Contains(t, data, `"id2":{"local":"http:0x7"},"scope":"http"},`)
 }
 
 func sortedByTs(evs []event) []event {

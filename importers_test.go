@@ -149,6 +149,11 @@ func recordEveryKind(tr *Tracer) (open func()) {
 				f.End()
 				job.End(Bool("ok", true))
 				tr.AsyncBegin("no category", Int("i", i)).End() // chrome://tracing needs a "cat"
+				// The same id in two scopes, overlapping: two operations.
+				db := tr.AsyncBeginID(uint64(w*1000+i), "query", cat, Scope("db"))
+				http := tr.AsyncBeginID(uint64(w*1000+i), "call", cat, Scope("http"))
+				db.End()
+				http.End()
 				end()
 				spin(2 * time.Microsecond)
 			}
