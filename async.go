@@ -19,7 +19,38 @@ type Async struct {
 	t    *Tracer
 	id   uint64
 	name string
-	cs   catScope
+	cs   catScope // cs.track: the operation's track it is on
+	node uint32   // 0 for an operation, a number unique in the process for a child
+	flag int      // 1 + the index in trackFlags of its parent's track it holds, 0 if none
+}
+
+// Children and tracks.
+//
+// The viewers draw an operation's nested children on the operation's own
+// track, as a stack: a child must end before a sibling that began after
+// it, or both viewers draw them wrong (Perfetto reports a misplaced end,
+// catapult pairs the ends with the wrong begins). Children may come from
+// any goroutine, so two may well overlap. So a child takes its parent's
+// track only while no sibling holds it; a child that begins while a
+// sibling is open gets a track of its own ("0x1.2a": the parent's id and a
+// number unique in the process), on which its own children nest. In
+// Perfetto it shows as a row of its own under the process, in catapult as
+// a slice of its own; both draw its true times.
+//
+// Whether a child holds its parent's track is kept in trackFlags, a fixed
+// table of flags indexed by a hash of the parent: two parents that share a
+// flag only make some children take tracks of their own that could have
+// nested.
+var trackFlags [1024]atomic.Bool
+
+// lastNode numbers children, and the tracks of their own some get.
+var lastNode atomic.Uint32
+
+// trackFlag returns the index in trackFlags of the flag of a's children.
+func (a Async) trackFlag() int {
+	h := a.id ^ uint64(a.node)<<32 ^ uint64(a.cs.scope)<<16 ^ uint64(a.cs.cat)<<48
+	h *= 0x9e3779b97f4a7c15
+	return int(h >> 54) // the top 10 bits
 }
 
 // AsyncBegin begins an async operation with a new process-unique id.
@@ -68,17 +99,38 @@ func (t *Tracer) asyncBegin(id uint64, name string, args []Arg) Async {
 // ID returns the operation's id, 0 for the zero Async.
 func (a Async) ID() uint64 { return a.id }
 
-// Begin begins a child operation nested in a: it shares a's id, category
-// and track, and must end before a does.
+// Begin begins a child operation nested in a: it shares a's id and
+// category, and must end before a does. Children may begin and end on any
+// goroutine, and may overlap: a child that begins while a sibling is still
+// open is drawn on a track of its own rather than nested in a (see
+// trackFlags).
 func (a Async) Begin(name string, args ...Arg) Async {
 	if a.t == nil {
 		return Async{}
 	}
-	child := Async{t: a.t, id: a.id, name: name, cs: a.cs}
-	if a.t.record(kindAsyncBegin, 0, a.cs, name, a.id, args) == nil {
+	child := Async{t: a.t, id: a.id, name: name, cs: a.cs, node: lastNode.Inc()}
+	if child.node == 0 { // wrapped: 0 is an operation's
+		child.node = lastNode.Inc()
+	}
+	// Take the track before reading the clock (in record), and release it
+	// after (in End): a sibling's end is never later than the next begin.
+	if i := a.trackFlag(); trackFlags[i].CompareAndSwap(false, true) {
+		child.flag = i + 1
+	} else {
+		child.cs.track = child.node
+	}
+	if a.t.record(kindAsyncBegin, 0, child.cs, name, a.id, args) == nil {
+		child.release()
 		return Async{}
 	}
 	return child
+}
+
+// release gives back the parent's track a child holds.
+func (a Async) release() {
+	if a.flag != 0 {
+		trackFlags[a.flag-1].Store(false)
+	}
 }
 
 // Instant records a moment in the operation.
@@ -93,5 +145,6 @@ func (a Async) Instant(name string, args ...Arg) {
 func (a Async) End(args ...Arg) {
 	if a.t != nil {
 		a.t.record(kindAsyncEnd, 0, a.cs, a.name, a.id, args)
+		a.release()
 	}
 }

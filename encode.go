@@ -158,7 +158,8 @@ var (
 // appendAsyncID appends the id2 field of an async event whose extra slot
 // is x. A scoped id is written "scope:0x1": Perfetto keys async tracks on
 // category and id2.local alone, so the scope must be part of the id for
-// operations with the same id in two scopes to stay apart.
+// operations with the same id in two scopes to stay apart. A child on a
+// track of its own (see Async.Begin) is "0x1.2a".
 func appendAsyncID(b []byte, x *slot) []byte {
 	b = append(b, `,"id2":{"local":`...)
 	if scope := uint16(x.meta >> 16); scope != 0 {
@@ -168,6 +169,10 @@ func appendAsyncID(b []byte, x *slot) []byte {
 		b = append(b, `"0x`...)
 	}
 	b = strconv.AppendUint(b, x.num, 16)
+	if track := x.meta >> 32; track != 0 {
+		b = append(b, '.')
+		b = strconv.AppendUint(b, track, 16)
+	}
 	return append(b, `"}`...)
 }
 

@@ -52,7 +52,7 @@ func refRecordsOf(e diffEvent) []refRecord {
 	}
 	cs := e.cs.from(args)
 	r := refRecord{at: e.at, gid: e.gid, id: e.id, name: e.name, kind: e.k, flags: e.flags,
-		nargs: uint8(len(args)), cat: cs.cat, scope: cs.scope}
+		nargs: uint8(len(args)), cat: cs.cat, scope: cs.scope, track: cs.track}
 	i := copy(r.args[:], args)
 	recs := []refRecord{r}
 	for i < len(args) {
@@ -125,6 +125,9 @@ func randomEvent(rng *rand.Rand) diffEvent {
 	}
 	if rng.IntN(3) == 0 {
 		e.cs = catScope{cat: categories.id("c" + strconv.Itoa(rng.IntN(3))), scope: scopes.id("s" + strconv.Itoa(rng.IntN(3)))}
+		if e.k >= kindAsyncBegin && e.k <= kindAsyncEnd {
+			e.cs.track = rng.Uint32()
+		}
 	}
 	if e.k.hasID() {
 		e.id = rng.Uint64()

@@ -25,6 +25,7 @@ type refRecord struct {
 	nargs uint8
 	cat   uint16
 	scope uint16
+	track uint32
 	args  [inlineArgs]Arg
 }
 
@@ -79,6 +80,10 @@ func (e *refEncoder) event(r *refRecord, cont []refRecord) {
 		}
 		b = append(b, "0x"...)
 		b = strconv.AppendUint(b, r.id, 16)
+		if r.track != 0 {
+			b = append(b, '.')
+			b = strconv.AppendUint(b, uint64(r.track), 16)
+		}
 		b = append(b, `"}`...)
 		b = refAppendScope(b, r)
 		e.buf = refAppendTail(b, r, cont)

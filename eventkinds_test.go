@@ -1,6 +1,7 @@
 package tracer
 
 import (
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -259,4 +260,37 @@ func TestEventKindsZeroAllocs(t *testing.T) {
 	for name, f := range cases {
 		assert.Zero(t, testing.AllocsPerRun(1000, f), name)
 	}
+}
+
+// TestOverlappingAsyncChildren is issue 10 item 9: children of one
+// operation that overlap (two goroutines each beginning one) were drawn
+// wrong in both viewers. A child that begins while a sibling holds the
+// operation's track gets a track of its own; children that do not overlap
+// still nest on the operation's, and a child's children nest on its.
+func TestOverlappingAsyncChildren(t *testing.T) {
+	tr, path := newTestTracer(t)
+	op := tr.AsyncBegin("request")
+	first := op.Begin("first")
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { // overlaps first, from another goroutine
+		defer wg.Done()
+		second := op.Begin("second")
+		second.Begin("inner").End()
+		second.End()
+	}()
+	wg.Wait()
+	first.End()
+	op.Begin("third").End() // after both: nests again
+	op.End()
+	require.NoError(t, tr.Close())
+
+	evs := readClosed(t, path)
+	checkAsync(t, evs) // every track a stack, in time order
+	local := func(name string) string { return find(t, evs, "b", name).ID2["local"].(string) }
+	assert.Equal(t, local("request"), local("first"), "the first child nests")
+	assert.Equal(t, local("request"), local("third"), "a child after the others nests")
+	assert.NotEqual(t, local("request"), local("second"), "a child that overlaps a sibling has a track of its own")
+	assert.True(t, strings.HasPrefix(local("second"), local("request")+"."), local("second"))
+	assert.Equal(t, local("second"), local("inner"), "its children nest on its track")
 }

@@ -138,6 +138,11 @@ func recordEveryKind(tr *Tracer) (open func()) {
 				end := tr.Span("job", Int("w", w), Int("i", i), String("s", "a \"quoted\" \x01 value"))
 				job := tr.AsyncBegin("request", cat, Int("i", i))
 				child := job.Begin("phase")
+				// Children that overlap, and one nested in one of them.
+				a, b := job.Begin("phase a"), job.Begin("phase b")
+				b.Begin("inner").End()
+				a.End()
+				b.End()
 				f := tr.FlowStart("handoff", cat)
 				tr.Span("step", cat)()
 				tr.Begin("eager")()

@@ -82,8 +82,13 @@ func headMeta(k kind, flags uint8, slots uint64, extra bool, gid uint64) uint64 
 	return m
 }
 
-// catScope is the category and scope of an event, as registry ids.
-type catScope struct{ cat, scope uint16 }
+// catScope is the category and scope of an event, as registry ids, and
+// for an async event the track of its operation it is on: 0 for the
+// operation's own, or a child's own track (see Async.Begin).
+type catScope struct {
+	cat, scope uint16
+	track      uint32
+}
 
 // from returns cs with the category and scope that args set, if any.
 func (cs catScope) from(args []Arg) catScope {
@@ -144,7 +149,7 @@ func putArgs(s []slot, args []Arg) {
 func putEvent(s []slot, extra bool, cs catScope, id uint64, args []Arg) {
 	i := 1
 	if extra {
-		s[1] = slot{num: id, meta: uint64(cs.cat) | uint64(cs.scope)<<16}
+		s[1] = slot{num: id, meta: uint64(cs.cat) | uint64(cs.scope)<<16 | uint64(cs.track)<<32}
 		i = 2
 	}
 	putArgs(s[i:], args)
