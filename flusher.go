@@ -46,6 +46,7 @@ type flusher struct {
 
 	sentEnds []sentEnd // E events in batches not yet written: see takeFailures
 	resend   []sentEnd // E events of failed writes, to write again
+	kept     []slot    // span ends kept aside, in time order: see keepEnd
 }
 
 // A sentEnd is an E event in a batch the writer has not written yet, kept
@@ -215,6 +216,7 @@ func (f *flusher) pass(block bool) bool {
 	}
 	f.writeResent()
 	cut := nanotime()
+	f.takeKeptEnds()
 	f.cursors = f.cursors[:0]
 	for _, l := range *f.t.lanes.Load() {
 		if l != nil {
@@ -234,6 +236,9 @@ merge:
 			if h == nil || h.at() >= cut || h.at() > limit {
 				break
 			}
+			if len(f.kept) > 0 && f.kept[0].at() <= h.at() {
+				f.popKeptEnds(h.at() + 1)
+			}
 			if f.names != nil {
 				f.names.note(h, c.l.read.slots[c.l.pos+1:c.l.pos+h.slots()])
 			}
@@ -248,6 +253,7 @@ merge:
 		}
 	}
 	if complete {
+		f.popKeptEnds(cut)
 		f.forgotten.Add(uint64(f.open.trim(maxOpenSpans)))
 		if f.win == nil { // a flight recorder writes spans whole: see FlightRecorder
 			f.writeOldBegins(cut - int64(f.t.opts.flushInterval))

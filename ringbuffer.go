@@ -183,7 +183,16 @@ func (t *Tracer) record(k kind, flags uint8, cs catScope, name string, id uint64
 			}
 		}
 		procUnpin()
-		if !t.refill(p, n) {
+		if k == kindEnd {
+			// The slow path of an end: read the clock before refill may
+			// wait, in case the end must be kept aside (see keepEnd).
+			if at := nanotime(); !t.refill(p, n, true) {
+				t.keepEnd(gid, id, at)
+				return nil
+			}
+			continue
+		}
+		if !t.refill(p, n, false) {
 			return nil
 		}
 	}
@@ -193,8 +202,10 @@ func (t *Tracer) record(k kind, flags uint8, cs catScope, name string, id uint64
 // chunk with room for n slots. It runs once per chunk, not pinned, so it
 // may take locks, help the flusher and wait. It returns false, having
 // counted the drop, if the event cannot be recorded: the buffers are full
-// and the sink is stalled (default mode) or the tracer is closing.
-func (t *Tracer) refill(p int, n uint64) bool {
+// and the sink is stalled (default mode) or the tracer is closing. The
+// end of a span is not counted while the tracer records: keepEnd keeps
+// it.
+func (t *Tracer) refill(p int, n uint64, end bool) bool {
 	if ls := *t.lanes.Load(); p >= len(ls) || ls[p] == nil {
 		t.addLane(p)
 		return true
@@ -203,7 +214,9 @@ func (t *Tracer) refill(p int, n uint64) bool {
 	if c == nil {
 		if c = t.waitForChunk(); c == nil {
 			if t.recording.Load() {
-				t.dropped.Inc()
+				if !end {
+					t.dropped.Inc()
+				}
 			} else {
 				t.lateDrops.Inc() // Close began while it waited
 			}

@@ -244,3 +244,40 @@ func TestFailingSinkRecovers(t *testing.T) {
 	assert.Equal(t, uint64(0), counter[0])
 	assert.Equal(t, uint64(300), counter[len(counter)-1], "the drop counter counts lost events")
 }
+
+// TestSpanEndsAreNeverDropped is issue 10 item 5: a span whose start is in
+// the file must get its end, even when the end comes while the buffers are
+// full on a stalled sink and other events are dropped. Such an end is
+// kept aside and merged in time order; without that, the B drew a span to
+// the end of the trace over every later span of its goroutine.
+func TestSpanEndsAreNeverDropped(t *testing.T) {
+	s, path := newGateSink(t)
+	tr := newTracerOn(t, s, WithBufferLimit(chunkBytes), WithFlushInterval(10*time.Second))
+	outer := tr.Begin("outer") // written as B at once
+	short := tr.Span("short")  // still in the buffers
+	require.NoError(t, tr.Flush())
+	s.stall()
+	for i := 0; tr.Stats().Dropped == 0; i++ {
+		tr.Instant("filler", Int("i", i))
+	}
+	short()
+	outer()
+	tr.Span("while stalled")() // dropped whole: its start found no room either
+	s.release()
+	require.NoError(t, tr.Close())
+	st := tr.Stats()
+	assert.Positive(t, st.Dropped, "fillers were dropped")
+	assert.Zero(t, st.Unmatched+st.Forgotten)
+
+	evs := readClosed(t, path)
+	checkTracks(t, evs)
+	var outerPhases []string
+	for _, e := range byName(evs, "outer") {
+		outerPhases = append(outerPhases, e.Ph)
+	}
+	assert.Equal(t, []string{"B", "E"}, outerPhases, "the B ends")
+	short1 := byName(evs, "short")
+	require.Len(t, short1, 1, "the short span is written whole")
+	assert.Equal(t, "X", short1[0].Ph)
+	assert.Empty(t, byName(evs, "while stalled"))
+}

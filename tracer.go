@@ -73,6 +73,7 @@ type Tracer struct {
 	dropped    atomic.Uint64                  // events dropped: full buffers on a stalled sink
 	refused    atomic.Uint64                  // events and counter series refused: see refuse
 	refusal    refusal
+	kept       keptEnds // span ends that found no room: see keepEnd
 	lanes      atomic.Pointer[lanes]
 	lanesMu    sync.Mutex // serialises addLane only
 	pool       chunkPool
