@@ -54,7 +54,8 @@ func (a Async) trackFlag() int {
 }
 
 // AsyncBegin begins an async operation with a new process-unique id.
-// Category and Scope args apply to all of its events.
+// Category and Scope args apply to all of its events; those given to its
+// later events are ignored.
 func AsyncBegin(name string, args ...Arg) Async {
 	return loadStd().asyncBegin(0, name, args)
 }
@@ -90,6 +91,9 @@ func (t *Tracer) asyncBegin(id uint64, name string, args []Arg) Async {
 		id = lastID.Inc()
 	}
 	a := Async{t: t, id: id, name: name, cs: catScope{}.from(args)}
+	if !t.allows(a.cs.cat) {
+		return Async{}
+	}
 	if t.record(kindAsyncBegin, 0, a.cs, name, id, args) == nil {
 		return Async{} // not recorded: its other events would dangle
 	}
@@ -100,7 +104,8 @@ func (t *Tracer) asyncBegin(id uint64, name string, args []Arg) Async {
 func (a Async) ID() uint64 { return a.id }
 
 // Begin begins a child operation nested in a: it shares a's id and
-// category, and must end before a does. Children may begin and end on any
+// category (Category and Scope args are ignored), and must end before a
+// does. Children may begin and end on any
 // goroutine, and may overlap: a child that begins while a sibling is still
 // open is drawn on a track of its own rather than nested in a (see
 // trackFlags).
@@ -141,7 +146,9 @@ func (a Async) Instant(name string, args ...Arg) {
 }
 
 // End ends the operation. The end event carries the operation's name,
-// category and id, which is how the viewers pair it with its begin.
+// category and id, which is how the viewers pair it with its begin:
+// Category and Scope args are ignored, and the end is recorded even if
+// the operation's category was switched off since it began.
 func (a Async) End(args ...Arg) {
 	if a.t != nil {
 		a.t.record(kindAsyncEnd, 0, a.cs, a.name, a.id, args)

@@ -85,7 +85,10 @@ func Category(name string) Arg {
 
 // Scope returns an Arg that sets the "scope" of an async or flow event, so
 // operations whose ids the caller chose cannot collide with unrelated ones
-// that happen to use the same ids. An async event's scope is written in
+// that happen to use the same ids; on other events it means nothing and
+// is ignored. Like Category, it is taken from the args of AsyncBegin,
+// AsyncBeginID and FlowStart, and ignored on an operation's or a flow's
+// later events. An async event's scope is written in
 // its id as well ("id2":{"local":"db:0x7"}), because Perfetto tells
 // operations apart by category and id alone.
 func Scope(name string) Arg {

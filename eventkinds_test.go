@@ -294,3 +294,32 @@ func TestOverlappingAsyncChildren(t *testing.T) {
 	assert.True(t, strings.HasPrefix(local("second"), local("request")+"."), local("second"))
 	assert.Equal(t, local("second"), local("inner"), "its children nest on its track")
 }
+
+// TestAsyncKeepsItsCategory is issue 11 item 4: an operation keeps the
+// category it began with. A Category arg on a later event is ignored, and
+// switching the category off after the begin does not drop the end, which
+// would leave the operation open for ever.
+func TestAsyncKeepsItsCategory(t *testing.T) {
+	tr, path := newTestTracer(t)
+	db := Category("db")
+	op := tr.AsyncBegin("query", db)
+	flow := tr.FlowStart("handoff", db)
+	require.NoError(t, tr.SetCategories("other")) // db is off from now on
+	assert.Equal(t, Async{}, tr.AsyncBegin("not recorded", db))
+	end := tr.Span("receiver")
+	flow.End(Category("other"))
+	end()
+	op.Instant("progress", Category("other"))
+	op.End(Category("disabled"), Int("rows", 3))
+	require.NoError(t, tr.Close())
+
+	evs := readClosed(t, path)
+	assert.Equal(t, 1, checkAsync(t, evs))
+	for _, e := range byName(evs, "query") {
+		assert.Equal(t, "db", e.Cat, "%s", e.Ph)
+	}
+	assert.Equal(t, "db", find(t, evs, "n", "progress").Cat)
+	assert.EqualValues(t, 3, find(t, evs, "e", "query").Args["rows"])
+	assert.Equal(t, "db", find(t, evs, "f", "handoff").Cat)
+	assert.Empty(t, byName(evs, "not recorded"))
+}

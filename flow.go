@@ -22,8 +22,8 @@ type Flow struct {
 
 // FlowStart starts a flow, with a new process-unique id, at the span open
 // on the calling goroutine. Category and Scope args apply to all of its
-// events: the viewers match the steps and end of a flow to its start by
-// name, category and id.
+// events (those given to Step and End are ignored): the viewers match the
+// steps and end of a flow to its start by name, category and id.
 func FlowStart(name string, args ...Arg) Flow {
 	return loadStd().flowStart(name, args)
 }
@@ -37,6 +37,9 @@ func (t *Tracer) flowStart(name string, args []Arg) Flow {
 		return Flow{}
 	}
 	f := Flow{t: t, id: lastID.Inc(), name: name, cs: catScope{}.from(args)}
+	if !t.allows(f.cs.cat) {
+		return Flow{}
+	}
 	if t.record(kindFlowStart, 0, f.cs, name, f.id, args) == nil {
 		return Flow{}
 	}

@@ -145,10 +145,12 @@ func (t *Tracer) record(k kind, flags uint8, cs catScope, name string, id uint64
 		if len(args) > maxArgs {
 			args = args[:maxArgs]
 		}
-		cs = cs.from(args)
+		if k < kindAsyncBegin {
+			cs = cs.from(args) // async and flow events carry their handle's
+		}
 		n += argSlots(args)
 	}
-	if f := t.categories.Load(); f != nil && cs.cat != 0 && !f.allows(cs.cat) {
+	if k < kindAsyncBegin && !t.allows(cs.cat) {
 		return nil
 	}
 	extra := cs != (catScope{}) || k.hasID()
@@ -196,6 +198,14 @@ func (t *Tracer) record(k kind, flags uint8, cs catScope, name string, id uint64
 			return nil
 		}
 	}
+}
+
+// allows reports whether t records events of category cat. Async and flow
+// events are checked once, when their operation or flow begins: every
+// later event of it is recorded, so that none is left without its end.
+func (t *Tracer) allows(cat uint16) bool {
+	f := t.categories.Load()
+	return f == nil || cat == 0 || f.allows(cat)
 }
 
 // refill gives the lane of P p, or of the P the goroutine runs on now, a
