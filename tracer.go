@@ -207,6 +207,8 @@ func (t *Tracer) Close() error {
 		return nil
 	}
 	t.closeOnce.Do(func() {
+		// A closed default tracer is no default: Start may start another.
+		std.CompareAndSwap(unsafe.Pointer(t), nil)
 		t.recording.Store(false)
 		close(t.stop)
 		t.closeErr = t.wait(func() error {
@@ -297,14 +299,18 @@ func Start(path string, opts ...Option) error {
 
 // SetDefault makes t, which may be a FlightRecorder's or one writing to a
 // Sink, the default tracer that the package-level functions use. It
-// returns ErrStarted if the default tracer is already running. Stop closes
-// t.
+// returns ErrStarted if the default tracer is already running, and an
+// error wrapping ErrClosed if t is closed. Stop closes t, and so does
+// closing t itself: either way the default tracer is cleared.
 func SetDefault(t *Tracer) error {
 	if t == nil {
 		return errors.New("tracer: SetDefault of a nil Tracer")
 	}
 	startMu.Lock()
 	defer startMu.Unlock()
+	if !t.recording.Load() {
+		return fmt.Errorf("%w: SetDefault of a closed Tracer", ErrClosed)
+	}
 	if !std.CompareAndSwap(nil, unsafe.Pointer(t)) {
 		return ErrStarted
 	}

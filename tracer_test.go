@@ -512,3 +512,19 @@ func TestReusedTokenEndsTheRightSpan(t *testing.T) {
 	assert.Greater(t, b.Ts+b.Dur, a.Ts+a.Dur, "B ends after A")
 	assert.Zero(t, tr.Stats().Unmatched)
 }
+
+// TestDefaultLifecycle is issue 11 item 5: closing the default tracer
+// clears it, so Start works again, and SetDefault refuses a closed tracer.
+func TestDefaultLifecycle(t *testing.T) {
+	dir := t.TempDir()
+	tr, err := New(filepath.Join(dir, "a.json"))
+	require.NoError(t, err)
+	require.NoError(t, SetDefault(tr))
+	require.NoError(t, tr.Close()) // not Stop
+	assert.Nil(t, Default(), "a closed default tracer is cleared")
+	assert.ErrorIs(t, SetDefault(tr), ErrClosed)
+	require.NoError(t, Start(filepath.Join(dir, "b.json")), "Start works after the default was closed")
+	Span("in b")()
+	require.NoError(t, Stop())
+	find(t, readClosed(t, filepath.Join(dir, "b.json")), "X", "in b")
+}
