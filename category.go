@@ -124,11 +124,11 @@ func newCategoryFilter(names []string) (*categoryFilter, error) {
 // disabled category cost about one atomic load and are not counted as
 // dropped.
 func WithCategories(names ...string) Option {
-	return func(o *options) error {
+	return optionFunc(func(o *options) error {
 		f, err := newCategoryFilter(names)
 		o.categories = f
 		return err
-	}
+	})
 }
 
 // SetCategories changes, while the program runs, which categories t

@@ -18,8 +18,16 @@ const (
 	DefaultFlushInterval = 100 * time.Millisecond
 )
 
-// An Option configures a Tracer in New or Start.
-type Option func(*options) error
+// An Option configures a Tracer: pass what the With functions return to
+// New, NewWriter, NewWithSink, NewFlightRecorder or Start.
+type Option interface {
+	apply(*options) error
+}
+
+// optionFunc is an Option made of a function.
+type optionFunc func(*options) error
+
+func (f optionFunc) apply(o *options) error { return f(o) }
 
 type options struct {
 	bufferLimit   int
@@ -39,7 +47,10 @@ type options struct {
 func buildOptions(opts []Option) (options, error) {
 	o := defaultOptions()
 	for _, opt := range opts {
-		if err := opt(&o); err != nil {
+		if opt == nil {
+			continue // New(path, nil) is New(path)
+		}
+		if err := opt.apply(&o); err != nil {
 			return o, err
 		}
 	}
@@ -62,13 +73,13 @@ func defaultOptions() options {
 // recording waits for the flusher and the sink to make room (see
 // WithLossless for when it drops instead).
 func WithBufferLimit(bytes int) Option {
-	return func(o *options) error {
+	return optionFunc(func(o *options) error {
 		if bytes < chunkBytes || bytes > 1<<40 {
 			return fmt.Errorf("tracer: buffer limit %d out of range [%d, %d]", bytes, chunkBytes, 1<<40)
 		}
 		o.bufferLimit = bytes
 		return nil
-	}
+	})
 }
 
 // WithLossless makes recording wait for the sink however long it stalls,
@@ -79,50 +90,50 @@ func WithBufferLimit(bytes int) Option {
 // does not hang the program. With it, such a sink hangs every goroutine
 // that records, until Close (which stays bounded by WithStopTimeout).
 func WithLossless() Option {
-	return func(o *options) error {
+	return optionFunc(func(o *options) error {
 		o.lossless = true
 		return nil
-	}
+	})
 }
 
 // WithFlushInterval sets how often the flusher writes what was recorded.
 // The flusher also writes early whenever a P fills a chunk. Shorter
 // intervals lose less on a crash and cost more CPU; 1ms to 10s is allowed.
 func WithFlushInterval(d time.Duration) Option {
-	return func(o *options) error {
+	return optionFunc(func(o *options) error {
 		if d < time.Millisecond || d > 10*time.Second {
 			return fmt.Errorf("tracer: flush interval %v out of range [1ms, 10s]", d)
 		}
 		o.flushInterval = d
 		return nil
-	}
+	})
 }
 
 // WithProcessName sets the name the viewers show for this process. The
 // default is the base name of the executable.
 func WithProcessName(name string) Option {
-	return func(o *options) error {
+	return optionFunc(func(o *options) error {
 		o.processName = name
 		return nil
-	}
+	})
 }
 
 // WithProcessSortIndex sets where the viewers place this process among
 // others in the same view: lower indexes come first.
 func WithProcessSortIndex(index int) Option {
-	return func(o *options) error {
+	return optionFunc(func(o *options) error {
 		o.processSort, o.hasSort = index, true
 		return nil
-	}
+	})
 }
 
 // WithProcessLabels attaches labels to this process, shown next to its name
 // by chrome://tracing (process_labels metadata; Perfetto ignores them).
 func WithProcessLabels(labels ...string) Option {
-	return func(o *options) error {
+	return optionFunc(func(o *options) error {
 		o.labels = append(o.labels, labels...)
 		return nil
-	}
+	})
 }
 
 // WithErrorHandler sets the function the tracer calls when writing the trace
@@ -134,11 +145,11 @@ func WithProcessLabels(labels ...string) Option {
 // application: the tracer goes on recording, and counts the failures in
 // Stats.SinkErrors and the events of failed writes in Stats.Lost.
 func WithErrorHandler(f func(error)) Option {
-	return func(o *options) error {
+	return optionFunc(func(o *options) error {
 		if f == nil {
 			return fmt.Errorf("tracer: nil error handler")
 		}
 		o.onError = f
 		return nil
-	}
+	})
 }

@@ -69,7 +69,7 @@ var syncMarker = [4]byte{0x00, 0x00, 0xff, 0xff}
 // DefaultGzipLevel without this option. With NewWriter or NewWithSink the
 // stream is compressed.
 func WithGzip(level int) Option {
-	return func(o *options) error {
+	return optionFunc(func(o *options) error {
 		if level < flate.HuffmanOnly || level > flate.BestCompression {
 			return fmt.Errorf("tracer: gzip level %d out of range [%d, %d]", level, flate.HuffmanOnly, flate.BestCompression)
 		}
@@ -78,7 +78,7 @@ func WithGzip(level int) Option {
 		}
 		o.sink.gzip, o.sink.level = true, level
 		return nil
-	}
+	})
 }
 
 // A gzipSink compresses every Write into gzip members of at most a page

@@ -59,26 +59,26 @@ var errRotateStream = errors.New("tracer: WithMaxFileSize and WithMaxFiles need 
 // pass the limit by up to one write, at most about 256 KiB. The smallest
 // size allowed is 4 KiB.
 func WithMaxFileSize(bytes int64) Option {
-	return func(o *options) error {
+	return optionFunc(func(o *options) error {
 		if bytes < minFileSize {
 			return fmt.Errorf("tracer: max file size %d below %d", bytes, minFileSize)
 		}
 		o.sink.maxSize = bytes
 		return nil
-	}
+	})
 }
 
 // WithMaxFiles keeps at most n files of a rotated trace, the current one
 // included, removing the oldest. Zero, the default, keeps them all. It
 // needs WithMaxFileSize.
 func WithMaxFiles(n int) Option {
-	return func(o *options) error {
+	return optionFunc(func(o *options) error {
 		if n < 0 {
 			return fmt.Errorf("tracer: max files %d is negative", n)
 		}
 		o.sink.maxFiles = n
 		return nil
-	}
+	})
 }
 
 // openSink opens the sink for path: a file, gzipped when path ends in

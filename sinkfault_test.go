@@ -68,7 +68,7 @@ func newTracerOn(t *testing.T, s sink, opts ...Option) *Tracer {
 	t.Helper()
 	o := defaultOptions()
 	for _, opt := range opts {
-		require.NoError(t, opt(&o))
+		require.NoError(t, opt.apply(&o))
 	}
 	tr, err := newTracer(s, o)
 	require.NoError(t, err)

@@ -528,3 +528,10 @@ func TestDefaultLifecycle(t *testing.T) {
 	require.NoError(t, Stop())
 	find(t, readClosed(t, filepath.Join(dir, "b.json")), "X", "in b")
 }
+
+// TestNilOption: New(path, nil) is New(path), not a panic (issue 11 item 4).
+func TestNilOption(t *testing.T) {
+	tr, err := New(filepath.Join(t.TempDir(), "t.json"), nil, WithFlushInterval(time.Second), nil)
+	require.NoError(t, err)
+	require.NoError(t, tr.Close())
+}

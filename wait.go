@@ -29,13 +29,13 @@ var ErrTimeout = errors.New("tracer: timed out waiting for the trace to be writt
 // it stalls, the buffers fill, and once they are full further events are
 // dropped and counted (see WithLossless for the other choice).
 func WithStopTimeout(d time.Duration) Option {
-	return func(o *options) error {
+	return optionFunc(func(o *options) error {
 		if d < 0 {
 			return fmt.Errorf("tracer: negative stop timeout %v", d)
 		}
 		o.stopTimeout = d
 		return nil
-	}
+	})
 }
 
 // wait runs f, which writes to the sink, and returns its error, or
