@@ -46,6 +46,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"time"
 	"unsafe"
@@ -258,7 +259,10 @@ func printErrorOnce() func(error) {
 			return
 		}
 		seen[msg] = true
-		fmt.Fprintf(os.Stderr, "tracer: %v (further identical errors are counted in Stats, not printed)\n", err)
+		if !strings.HasPrefix(msg, "tracer: ") {
+			msg = "tracer: " + msg
+		}
+		fmt.Fprintf(os.Stderr, "%s (further identical errors are counted in Stats, not printed)\n", msg)
 	}
 }
 
