@@ -47,10 +47,21 @@ type FlightRecorderConfig struct {
 // beginning left the window, and ends the operations still open when it
 // is taken.
 //
-// The embedded Tracer records as any other; Close discards the window.
+// A FlightRecorder records as any Tracer, with the same methods, and
+// Tracer returns it as one, for SetDefault or code that takes a *Tracer;
+// Close discards the window.
 type FlightRecorder struct {
-	*Tracer
+	*tracerCore
 }
+
+// tracerCore is Tracer under a name that is not exported, so that the
+// embedded field of a FlightRecorder cannot be set from outside while its
+// methods are still promoted.
+type tracerCore = Tracer
+
+// Tracer returns the recorder as a *Tracer: the same tracer, recording
+// into the window.
+func (r *FlightRecorder) Tracer() *Tracer { return r.tracerCore }
 
 // NewFlightRecorder creates a FlightRecorder. The options are New's, less
 // rotation; with WithGzip, WriteTo compresses what it writes.
@@ -75,7 +86,7 @@ func NewFlightRecorder(cfg FlightRecorderConfig, opts ...Option) (*FlightRecorde
 	if err != nil {
 		return nil, err
 	}
-	return &FlightRecorder{t}, nil
+	return &FlightRecorder{tracerCore: t}, nil
 }
 
 // WriteTo writes a trace of the events in the window to w, and returns the
@@ -120,7 +131,7 @@ func (r *FlightRecorder) WriteFile(path string) error {
 // window. It builds the trace in memory, rather than writing it under the
 // flush lock, so that a slow writer does not hold up the flusher.
 func (r *FlightRecorder) snapshot() ([]byte, error) {
-	t := r.Tracer
+	t := r.tracerCore
 	t.flushMu.Lock()
 	defer t.flushMu.Unlock()
 	f := &t.flusher

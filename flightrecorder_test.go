@@ -212,8 +212,8 @@ func TestFlightRecorderErrors(t *testing.T) {
 func TestFlightRecorderAsDefault(t *testing.T) {
 	r, err := NewFlightRecorder(FlightRecorderConfig{MaxEvents: 100})
 	require.NoError(t, err)
-	require.NoError(t, SetDefault(r.Tracer))
-	assert.ErrorIs(t, SetDefault(r.Tracer), ErrStarted)
+	require.NoError(t, SetDefault(r.Tracer()))
+	assert.ErrorIs(t, SetDefault(r.Tracer()), ErrStarted)
 	func() { defer Span("handler")() }()
 	path := filepath.Join(t.TempDir(), "dump.json")
 	require.NoError(t, r.WriteFile(path))

@@ -259,7 +259,7 @@ func TestFilesLoadInBothViewers(t *testing.T) {
 
 	r, err := NewFlightRecorder(FlightRecorderConfig{MaxEvents: 2000})
 	require.NoError(t, err)
-	recordEveryKind(r.Tracer)
+	recordEveryKind(r.Tracer())
 	for _, name := range []string{"flight.json", "flight.json.gz"} {
 		require.NoError(t, r.WriteFile(filepath.Join(out, name)))
 		files = append(files, filepath.Join(out, name))

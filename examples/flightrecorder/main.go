@@ -38,7 +38,7 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	if err := tracer.SetDefault(rec.Tracer); err != nil {
+	if err := tracer.SetDefault(rec.Tracer()); err != nil {
 		log.Fatal(err)
 	}
 	defer tracer.Stop() // discards the window: nothing is written unless asked
