@@ -8,6 +8,9 @@ func nop() {}
 //
 //	defer tracer.Span("decode", tracer.Int("bytes", n))()
 //
+// Mind the final (): defer tracer.Span("decode") compiles too, but starts
+// the span when the function returns and never ends it.
+//
 // Spans nest on their goroutine's track, so they end in the reverse order
 // they began: a span still open when one begun before it ends cannot be
 // drawn nested, and is not written (counted in Stats.Forgotten and
