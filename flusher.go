@@ -497,6 +497,7 @@ func (f *flusher) close() error {
 	}
 	f.closed.Store(true)
 	f.t.lateDrops.Add(f.unread())
+	f.lateKeptEnds()
 	close(f.out.queue)
 	<-f.out.exited
 	f.out.mu.Lock()

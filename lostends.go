@@ -30,11 +30,16 @@ type keptEnds struct {
 // goroutine gid, which found no room in the buffers.
 func (t *Tracer) keepEnd(gid, id uint64, at int64) {
 	if !t.recording.Load() {
-		return // Close began: refill counted it late
+		t.lateDrops.Inc() // Close began: it would not be written
+		return
 	}
 	k := &t.kept
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	if t.flusher.isClosed() {
+		t.lateDrops.Inc() // after Close's last pass: see lateKeptEnds
+		return
+	}
 	if len(k.ends) >= maxKeptEnds {
 		t.dropped.Inc()
 		return
@@ -79,4 +84,14 @@ func (f *flusher) popKeptEnds(before int64) {
 		clear(f.kept[n:])
 		f.kept = f.kept[:n]
 	}
+}
+
+// lateKeptEnds counts, once Close's last pass is done, the ends kept aside
+// too late for it.
+func (f *flusher) lateKeptEnds() {
+	k := &f.t.kept
+	k.mu.Lock()
+	f.t.lateDrops.Add(uint64(len(k.ends) + len(f.kept)))
+	k.ends, f.kept = nil, nil
+	k.mu.Unlock()
 }

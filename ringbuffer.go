@@ -213,8 +213,7 @@ func (t *Tracer) allows(cat uint16) bool {
 // may take locks, help the flusher and wait. It returns false, having
 // counted the drop, if the event cannot be recorded: the buffers are full
 // and the sink is stalled (default mode) or the tracer is closing. The
-// end of a span is not counted while the tracer records: keepEnd keeps
-// it.
+// end of a span is not counted here: keepEnd keeps it, or counts it.
 func (t *Tracer) refill(p int, n uint64, end bool) bool {
 	if ls := *t.lanes.Load(); p >= len(ls) || ls[p] == nil {
 		t.addLane(p)
@@ -223,11 +222,11 @@ func (t *Tracer) refill(p int, n uint64, end bool) bool {
 	c := t.pool.get(t.laneCount())
 	if c == nil {
 		if c = t.waitForChunk(); c == nil {
-			if t.recording.Load() {
-				if !end {
-					t.dropped.Inc()
-				}
-			} else {
+			switch {
+			case end: // keepEnd keeps it, or counts it
+			case t.recording.Load():
+				t.dropped.Inc()
+			default:
 				t.lateDrops.Inc() // Close began while it waited
 			}
 			return false
