@@ -186,13 +186,13 @@ func appendScope(b []byte, x *slot) []byte {
 }
 
 // complete appends the X event of a span that started with h and lasted
-// dur.
-func (e *encoder) complete(h *slot, rest []slot, dur int64) {
+// dur; its args are the start's, then the end's (endArgs).
+func (e *encoder) complete(h *slot, rest, endArgs []slot, dur int64) {
 	b := e.appendHead(e.buf, h, rest, 'X', h.at())
 	b = append(b, `,"dur":`...)
 	b = appendMicros(b, dur)
 	b = e.appendIDs(b, h.gid())
-	e.buf = e.appendTail(b, h, rest)
+	e.buf = e.appendArgs(b, args(h, rest), endArgs)
 }
 
 // begin appends the B event of a span that started with h.
@@ -202,11 +202,12 @@ func (e *encoder) begin(h *slot, rest []slot) {
 	e.buf = e.appendTail(b, h, rest)
 }
 
-// end appends the E event, at time at, of the span that began with h.
-func (e *encoder) end(h *slot, rest []slot, at int64) {
+// end appends the E event, at time at, of the span that began with h,
+// with the args given to its end (both viewers add them to the span's).
+func (e *encoder) end(h *slot, rest, endArgs []slot, at int64) {
 	b := e.appendHead(e.buf, h, rest, 'E', at)
 	b = e.appendIDs(b, h.gid())
-	e.buf = append(b, "},\n"...)
+	e.buf = e.appendArgs(b, endArgs, nil)
 }
 
 // phaseTs holds `,"ph":"P","ts":` for every phase letter P.
@@ -245,34 +246,43 @@ func (e *encoder) appendIDs(b []byte, gid uint64) []byte {
 // appendTail ends an event with its args. Category and scope are not args:
 // they are in the extra slot.
 func (e *encoder) appendTail(b []byte, h *slot, rest []slot) []byte {
-	as := args(h, rest)
-	if len(as) == 0 {
+	return e.appendArgs(b, args(h, rest), nil)
+}
+
+// appendArgs ends an event with the args in as and then in more (a span's
+// start and end args, in one object).
+func (e *encoder) appendArgs(b []byte, as, more []slot) []byte {
+	if len(as) == 0 && len(more) == 0 {
 		return append(b, "},\n"...)
 	}
 	b = append(b, `,"args":{`...)
-	for i := 0; i < len(as); i++ {
-		a := &as[i]
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = e.appendCached(b, a)
-		b = append(b, ':')
-		switch a.argKind() {
-		case argString:
-			if a.meta&metaHasValue != 0 {
-				i++
-				b = appendString(b, as[i].str())
-			} else {
-				b = append(b, `""`...)
+	first := true
+	for _, as := range [2][]slot{as, more} {
+		for i := 0; i < len(as); i++ {
+			a := &as[i]
+			if !first {
+				b = append(b, ',')
 			}
-		case argInt:
-			b = appendInt(b, int64(a.num))
-		case argUint:
-			b = appendUint(b, a.num)
-		case argFloat:
-			b = appendFloat(b, math.Float64frombits(a.num))
-		case argBool:
-			b = strconv.AppendBool(b, a.num != 0)
+			first = false
+			b = e.appendCached(b, a)
+			b = append(b, ':')
+			switch a.argKind() {
+			case argString:
+				if a.meta&metaHasValue != 0 {
+					i++
+					b = appendString(b, as[i].str())
+				} else {
+					b = append(b, `""`...)
+				}
+			case argInt:
+				b = appendInt(b, int64(a.num))
+			case argUint:
+				b = appendUint(b, a.num)
+			case argFloat:
+				b = appendFloat(b, math.Float64frombits(a.num))
+			case argBool:
+				b = strconv.AppendBool(b, a.num != 0)
+			}
 		}
 	}
 	return append(b, "}},\n"...)

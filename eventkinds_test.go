@@ -323,3 +323,42 @@ func TestAsyncKeepsItsCategory(t *testing.T) {
 	assert.Equal(t, "db", find(t, evs, "f", "handoff").Cat)
 	assert.Empty(t, byName(evs, "not recorded"))
 }
+
+// TestArgsAtSpanEnd is issue 11 item 2: what is known when a span ends (a
+// status, a size) is given to the function Span returned. A short span's
+// X event holds the start's args and then the end's; a span written as B
+// gets them on its E, which both viewers add to the span's.
+func TestArgsAtSpanEnd(t *testing.T) {
+	tr, path := newTestTracer(t)
+	func() {
+		end := tr.Span("request", String("route", "/items"))
+		end(Int("status", 404), Int("bytes", 12), Category("ignored"))
+	}()
+	long := tr.Begin("upload", Int("parts", 3))
+	long(Bool("ok", true))
+	func() { defer tr.Span("plain")() }()
+	require.NoError(t, tr.Close())
+
+	evs := readClosed(t, path)
+	x := find(t, evs, "X", "request")
+	assert.Equal(t, map[string]any{"route": "/items", "status": 404.0, "bytes": 12.0}, x.Args)
+	assert.Empty(t, x.Cat, "a Category given to the end is ignored: the span's is its start's")
+	assert.Equal(t, map[string]any{"parts": 3.0}, find(t, evs, "B", "upload").Args)
+	assert.Equal(t, map[string]any{"ok": true}, find(t, evs, "E", "upload").Args)
+	assert.Nil(t, find(t, evs, "X", "plain").Args)
+}
+
+// TestEndArgsAllocations: a plain end allocates nothing; args given to an
+// end cost the one allocation of their slice, which escapes through the
+// function value, and no more.
+func TestEndArgsAllocations(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	tr, _ := newTestTracer(t)
+	assert.Zero(t, testing.AllocsPerRun(1000, func() { defer tr.Span("x")() }))
+	assert.Equal(t, 1.0, testing.AllocsPerRun(1000, func() {
+		end := tr.Span("x")
+		end(Int("status", 200), String("k", "v"))
+	}))
+}

@@ -53,12 +53,13 @@ type flusher struct {
 // so that a failed write does not leave its B, already in the file,
 // without an end.
 type sentEnd struct {
-	start slot
-	rest  []slot
-	at    int64
-	batch uint64 // the batch that holds the E
-	off   int    // where in it
-	b     struct {
+	start   slot
+	rest    []slot
+	endArgs []slot
+	at      int64
+	batch   uint64 // the batch that holds the E
+	off     int    // where in it
+	b       struct {
 		batch uint64 // the batch that held the B
 		off   int
 		lost  bool // in a failed write
@@ -327,15 +328,18 @@ func (f *flusher) take(c *cursor, h *slot, cut int64) uint64 {
 				// too.
 				next := &l.read.slots[l.pos+n]
 				if next.kind() == kindEnd && next.n == token && next.gid() == h.gid() && next.at() < cut {
-					f.enc.complete(h, rest, next.at()-h.at())
+					// The end's args follow it: published with it, as an
+					// event never straddles chunks.
+					en := next.slots()
+					f.enc.complete(h, rest, l.read.slots[l.pos+n+1:l.pos+n+en], next.at()-h.at())
 					f.pending++
-					return n + 1
+					return n + en
 				}
 			}
 		}
 		f.push(h, rest, token)
 	case kindEnd:
-		f.pop(h)
+		f.pop(h, rest)
 	case kindThreadName, kindThreadSort:
 		if f.win != nil {
 			// A dump names every goroutine it remembers (see
@@ -457,19 +461,23 @@ func (f *flusher) takeFailures() {
 func (f *flusher) writeResent() {
 	for i := range f.resend {
 		e := &f.resend[i]
-		f.writeEnd(&e.start, e.rest, e.at, e.b.batch, e.b.off)
+		f.writeEnd(&e.start, e.rest, e.endArgs, e.at, e.b.batch, e.b.off)
 	}
 	clear(f.resend)
 	f.resend = f.resend[:0]
 }
 
-// writeEnd writes the E event, at time at, of a span whose B event is in
-// batch bBatch at bOff, and keeps it until its batch is written.
-func (f *flusher) writeEnd(start *slot, rest []slot, at int64, bBatch uint64, bOff int) {
+// writeEnd writes the E event, at time at and with endArgs, of a span
+// whose B event is in batch bBatch at bOff, and keeps it until its batch
+// is written.
+func (f *flusher) writeEnd(start *slot, rest, endArgs []slot, at int64, bBatch uint64, bOff int) {
 	e := sentEnd{start: *start, rest: rest, at: at, batch: f.batch, off: len(f.enc.buf)}
+	if len(endArgs) > 0 {
+		e.endArgs = append([]slot(nil), endArgs...) // they are in a chunk the lane reuses
+	}
 	e.b.batch, e.b.off = bBatch, bOff
 	f.sentEnds = append(f.sentEnds, e)
-	f.enc.end(start, rest, at)
+	f.enc.end(start, rest, endArgs, at)
 	f.pending++
 }
 

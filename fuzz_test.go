@@ -151,7 +151,7 @@ func FuzzRecordSequence(f *testing.F) {
 		ops = ops[:min(len(ops), 4000)]
 		tr, err := New(path, WithBufferLimit(chunkBytes), WithFlushInterval(time.Millisecond))
 		require.NoError(t, err)
-		var open, ended []func()
+		var open, ended []func(...Arg)
 		id, misuse, sleeps := 0, false, 0
 		nextID := func() Arg { id++; return Int("id", id-1) }
 		for i, op := range ops {

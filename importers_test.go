@@ -124,7 +124,7 @@ func spin(d time.Duration) {
 // apart are drawn nested, and a flow bound to them is refused. That is a
 // limit of the viewer with every JSON trace (the array form cannot set
 // displayTimeUnit), not something this test checks.
-func recordEveryKind(tr *Tracer) (open func()) {
+func recordEveryKind(tr *Tracer) (open func(...Arg)) {
 	tr.SetGoroutineName("main")
 	tr.SetGoroutineSortIndex(-1)
 	cat := Category("importers")

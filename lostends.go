@@ -17,7 +17,8 @@ import (
 // fine; the list is bounded (only recorded starts can be ended), and an
 // end past the bound is dropped and counted after all.
 
-// maxKeptEnds bounds the ends kept aside: 32 bytes each.
+// maxKeptEnds bounds the ends kept aside: 32 bytes each. An end kept
+// aside loses the args given to it.
 const maxKeptEnds = 1 << 20
 
 // keptEnds is the list of ends kept aside, taken by the flusher.
@@ -77,7 +78,7 @@ func (f *flusher) takeKeptEnds() {
 func (f *flusher) popKeptEnds(before int64) {
 	i := 0
 	for ; i < len(f.kept) && f.kept[i].at() < before; i++ {
-		f.pop(&f.kept[i])
+		f.pop(&f.kept[i], nil)
 	}
 	if i > 0 {
 		n := copy(f.kept, f.kept[i:])

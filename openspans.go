@@ -123,7 +123,7 @@ func (f *flusher) writeBegins(s []openSpan, before int64) {
 	}
 }
 
-// pop pairs an end record with its start. Spans above it in the stack are
+// pop pairs an end record, with the args given to the end, with its start. Spans above it in the stack are
 // still open: their ends were dropped (full buffers on a stalled sink), or
 // they end later, out of order. Either way they cannot be drawn nested in
 // the span that ends, so they end with it if their B is already in the
@@ -132,7 +132,7 @@ func (f *flusher) writeBegins(s []openSpan, before int64) {
 // reported once. An end that matches nothing (ended twice, or on another
 // goroutine, or after its start was forgotten) is counted in
 // Stats.Unmatched.
-func (f *flusher) pop(end *slot) {
+func (f *flusher) pop(end *slot, endArgs []slot) {
 	s := f.open.stack(end.gid(), false)
 	if s == nil {
 		f.unmatched.Inc()
@@ -150,10 +150,12 @@ func (f *flusher) pop(end *slot) {
 	for j := len(st) - 1; j >= i; j-- {
 		o := &st[j]
 		switch {
-		case o.written:
-			f.writeEnd(&o.start, o.rest, end.at(), o.batch, o.off)
+		case o.written && j == i:
+			f.writeEnd(&o.start, o.rest, endArgs, end.at(), o.batch, o.off)
+		case o.written: // ends with the span below it: the args are not its
+			f.writeEnd(&o.start, o.rest, nil, end.at(), o.batch, o.off)
 		case j == i:
-			f.enc.complete(&o.start, o.rest, end.at()-o.start.at())
+			f.enc.complete(&o.start, o.rest, endArgs, end.at()-o.start.at())
 			f.pending++
 		default:
 			f.forgotten.Inc()

@@ -91,7 +91,7 @@ type lane struct {
 	// is made once, with the lane, so handing it out allocates nothing,
 	// and it tells the flusher which start it ends: the end's head slot
 	// carries the token.
-	ends   []func()
+	ends   []func(...Arg)
 	tokens []spanToken
 }
 
@@ -102,12 +102,12 @@ type spanToken struct {
 }
 
 // end records the end of the span the token names.
-func (s *spanToken) end() { s.t.record(kindEnd, 0, catScope{}, "", s.id, nil) }
+func (s *spanToken) end(args ...Arg) { s.t.record(kindEnd, 0, catScope{}, "", s.id, args) }
 
 func newLane(t *Tracer, p int) *lane {
 	l := &lane{
 		id:     uint64(p),
-		ends:   make([]func(), tokenSlots),
+		ends:   make([]func(...Arg), tokenSlots),
 		tokens: make([]spanToken, tokenSlots),
 	}
 	for i := range l.tokens {
@@ -135,7 +135,7 @@ type lanes []*lane
 // buffer on a stalled sink, which it counts). cs holds the category and
 // scope ids of events whose handle carries them (async and flow); Category
 // and Scope args override them.
-func (t *Tracer) record(k kind, flags uint8, cs catScope, name string, id uint64, args []Arg) func() {
+func (t *Tracer) record(k kind, flags uint8, cs catScope, name string, id uint64, args []Arg) func(...Arg) {
 	if !t.recording.Load() {
 		t.lateDrops.Inc()
 		return nil
@@ -145,12 +145,12 @@ func (t *Tracer) record(k kind, flags uint8, cs catScope, name string, id uint64
 		if len(args) > maxArgs {
 			args = args[:maxArgs]
 		}
-		if k < kindAsyncBegin {
-			cs = cs.from(args) // async and flow events carry their handle's
+		if k < kindAsyncBegin && k != kindEnd {
+			cs = cs.from(args) // async and flow events carry their handle's, a span's end its start's
 		}
 		n += argSlots(args)
 	}
-	if k < kindAsyncBegin && !t.allows(cs.cat) {
+	if k < kindAsyncBegin && k != kindEnd && !t.allows(cs.cat) {
 		return nil
 	}
 	extra := cs != (catScope{}) || k.hasID()
@@ -170,6 +170,9 @@ func (t *Tracer) record(k kind, flags uint8, cs catScope, name string, id uint64
 				head.setStr(name)
 				if k == kindEnd {
 					head.n = id // the token
+					if n > 1 {
+						putArgs(c.slots[h+1:h+n], args)
+					}
 				} else if n > 1 {
 					putEvent(c.slots[h:h+n], extra, cs, id, args)
 				}

@@ -41,7 +41,7 @@ func traceFiles(t testing.TB, dir string) []string {
 // times. It returns how many X events it recorded.
 func rotationWorkload(t *testing.T, tr *Tracer) int {
 	const workers, rounds, spans = 4, 30, 40
-	ends := make([]func(), workers)
+	ends := make([]func(...Arg), workers)
 	var wg, begun sync.WaitGroup
 	start := make([]chan bool, workers)
 	for w := range workers {

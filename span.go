@@ -1,7 +1,7 @@
 package tracer
 
 // nop is what recording calls return when tracing is off.
-func nop() {}
+func nop(...Arg) {}
 
 // Span starts a span on the calling goroutine's track and returns the
 // function that ends it. The usual form measures the rest of the function:
@@ -10,6 +10,17 @@ func nop() {}
 //
 // Mind the final (): defer tracer.Span("decode") compiles too, but starts
 // the span when the function returns and never ends it.
+//
+// What is known only when the span ends, a status or a size, goes to the
+// returned function, and joins the span's args (Category and Scope args
+// there are ignored):
+//
+//	end := tracer.Span("request", tracer.String("route", route))
+//	...
+//	end(tracer.Int("status", code), tracer.Int("bytes", n))
+//
+// Calling it with args costs one allocation (Go cannot see that a function
+// value keeps nothing of its args); without args, nothing.
 //
 // Spans nest on their goroutine's track, so they end in the reverse order
 // they began: a span still open when one begun before it ends cannot be
@@ -27,7 +38,7 @@ func nop() {}
 // Span allocates nothing, on or off: the returned function is made in
 // advance. When the default tracer is not running, or its buffers are full
 // on a stalled sink, Span returns a no-op function.
-func Span(name string, args ...Arg) func() {
+func Span(name string, args ...Arg) func(...Arg) {
 	if t := (*Tracer)(std.Load()); t != nil {
 		return t.startSpan(name, args)
 	}
@@ -35,7 +46,7 @@ func Span(name string, args ...Arg) func() {
 }
 
 // Span starts a span on t; see the package-level Span.
-func (t *Tracer) Span(name string, args ...Arg) func() {
+func (t *Tracer) Span(name string, args ...Arg) func(...Arg) {
 	if t == nil {
 		return nop
 	}
@@ -46,7 +57,7 @@ func (t *Tracer) Span(name string, args ...Arg) func() {
 // however short it turns out: it is always written as a begin ("B") event
 // and an end ("E") event carrying the same name (Chrome's DevTools needs
 // it). It costs one event more in the file than a short Span.
-func Begin(name string, args ...Arg) func() {
+func Begin(name string, args ...Arg) func(...Arg) {
 	if t := (*Tracer)(std.Load()); t != nil {
 		return t.startBegin(name, args)
 	}
@@ -55,7 +66,7 @@ func Begin(name string, args ...Arg) func() {
 
 // Begin starts a span on t that is written as B and E; see the
 // package-level Begin.
-func (t *Tracer) Begin(name string, args ...Arg) func() {
+func (t *Tracer) Begin(name string, args ...Arg) func(...Arg) {
 	if t == nil {
 		return nop
 	}
@@ -67,7 +78,7 @@ func (t *Tracer) Begin(name string, args ...Arg) func() {
 // when tracing is off they cost one atomic load and a branch in the caller.
 //
 //go:noinline
-func (t *Tracer) startSpan(name string, args []Arg) func() {
+func (t *Tracer) startSpan(name string, args []Arg) func(...Arg) {
 	if end := t.record(kindSpan, 0, catScope{}, name, 0, args); end != nil {
 		return end
 	}
@@ -75,7 +86,7 @@ func (t *Tracer) startSpan(name string, args []Arg) func() {
 }
 
 //go:noinline
-func (t *Tracer) startBegin(name string, args []Arg) func() {
+func (t *Tracer) startBegin(name string, args []Arg) func(...Arg) {
 	if end := t.record(kindBegin, 0, catScope{}, name, 0, args); end != nil {
 		return end
 	}

@@ -19,7 +19,8 @@
 //
 //   - a span on the goroutine that serves it, named by the method and the
 //     route pattern that matched ("GET /items/{id}"), with the method,
-//     route and path as args, so the handler's own spans nest in it;
+//     route and path as args and, from its end, the status and the
+//     response bytes, so the handler's own spans nest in it;
 //   - an async slice of the same name on the process's request tracks,
 //     whose end carries the status and the response bytes, so that
 //     requests served at the same time show side by side as concurrent;
@@ -120,7 +121,7 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request) {
 			n++
 		}
 		op.End(args[:n]...)
-		end()
+		end(args[:n]...)
 	}()
 	h.next.ServeHTTP(rw, r)
 	returned = true

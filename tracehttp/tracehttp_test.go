@@ -115,6 +115,7 @@ func TestServerAndClient(t *testing.T) {
 		assert.Equal(t, "/items/"+e.Args["id"].(string), outer.Args["path"])
 		assert.Equal(t, "GET /items/{id}", outer.Args["route"])
 		assert.Equal(t, "GET", outer.Args["method"])
+		assert.Contains(t, outer.Args, "status", "the span's end carries the status")
 	}
 
 	// One async slice per request, its end carrying status and bytes.

@@ -116,7 +116,7 @@ func Start(tb testing.TB) {
 		}
 	}
 	tracer.SetGoroutineName(tb.Name())
-	var end func()
+	var end func(...tracer.Arg)
 	if b, ok := tb.(*testing.B); ok {
 		end = tracer.Span(tb.Name(), catTest, tracer.Int("N", b.N))
 	} else {
