@@ -1,6 +1,9 @@
 package tracer
 
-import "math"
+import (
+	"math"
+	"time"
+)
 
 // argKind says which field of an Arg holds its value.
 type argKind uint8
@@ -13,6 +16,8 @@ const (
 	argBool
 	argCategory // not an arg: the event's "cat", see Category
 	argScope    // not an arg: an async or flow event's "scope", see Scope
+	argDuration // nanoseconds, written as text by the encoder: see Duration
+	argTime     // Unix nanoseconds, written as text by the encoder: see Time
 )
 
 // An Arg is one key/value pair attached to an event. It appears in the args
@@ -54,4 +59,29 @@ func Bool(key string, value bool) Arg {
 		n = 1
 	}
 	return Arg{key: key, num: n, kind: argBool}
+}
+
+// Err returns an Arg "error" holding err's message, or the zero Arg, which
+// is ignored, when err is nil:
+//
+//	end(tracer.Err(err))
+//
+// The message is taken when Err is called (err.Error() may allocate).
+func Err(err error) Arg {
+	if err == nil {
+		return Arg{}
+	}
+	return String("error", err.Error())
+}
+
+// Duration returns an Arg holding d, shown as text such as "1.5ms". The
+// text is made by the flusher, so recording it costs no formatting.
+func Duration(key string, d time.Duration) Arg {
+	return Arg{key: key, num: uint64(d), kind: argDuration}
+}
+
+// Time returns an Arg holding t, shown as an RFC 3339 time with
+// nanoseconds in UTC. The text is made by the flusher.
+func Time(key string, t time.Time) Arg {
+	return Arg{key: key, num: uint64(t.UnixNano()), kind: argTime}
 }

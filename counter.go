@@ -126,6 +126,10 @@ func describeArg(a *Arg) string {
 		return "a bool"
 	case argFloat:
 		return fmt.Sprint(math.Float64frombits(a.num))
+	case argDuration:
+		return "a Duration (use Int64 of its nanoseconds, or Float64 of its seconds)"
+	case argTime:
+		return "a Time"
 	}
 	return "not a number"
 }

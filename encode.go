@@ -5,6 +5,7 @@ import (
 	"math/bits"
 	"slices"
 	"strconv"
+	"time"
 	"unicode/utf8"
 	"unsafe"
 )
@@ -282,6 +283,12 @@ func (e *encoder) appendArgs(b []byte, as, more []slot) []byte {
 				b = appendFloat(b, math.Float64frombits(a.num))
 			case argBool:
 				b = strconv.AppendBool(b, a.num != 0)
+			case argDuration:
+				b = appendDuration(b, time.Duration(a.num))
+			case argTime:
+				b = append(b, '"')
+				b = time.Unix(0, int64(a.num)).UTC().AppendFormat(b, time.RFC3339Nano)
+				b = append(b, '"')
 			}
 		}
 	}
@@ -455,5 +462,28 @@ func appendString(b []byte, s string) []byte {
 		b = strconv.AppendInt(b, int64(cut), 10)
 		b = append(b, " bytes]"...)
 	}
+	return append(b, '"')
+}
+
+// appendDuration writes d as a JSON string in the largest unit it has at
+// least one of ("1.5ms", "250ns", "-2s"), as time.Duration.String does
+// below a minute, without allocating.
+func appendDuration(b []byte, d time.Duration) []byte {
+	b = append(b, '"')
+	abs := d
+	if abs < 0 {
+		abs = -abs
+	}
+	unit, per := "ns", time.Duration(1)
+	switch {
+	case abs >= time.Second:
+		unit, per = "s", time.Second
+	case abs >= time.Millisecond:
+		unit, per = "ms", time.Millisecond
+	case abs >= time.Microsecond:
+		unit, per = "µs", time.Microsecond
+	}
+	b = strconv.AppendFloat(b, float64(d)/float64(per), 'f', -1, 64)
+	b = append(b, unit...)
 	return append(b, '"')
 }

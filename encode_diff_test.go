@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -102,7 +103,14 @@ func randomArgs(rng *rand.Rand) []Arg {
 		case 6:
 			args[i] = Scope("scope" + strconv.Itoa(rng.IntN(3)))
 		case 7:
-			args[i] = Arg{} // the zero Arg
+			switch rng.IntN(3) {
+			case 0:
+				args[i] = Arg{} // the zero Arg
+			case 1:
+				args[i] = Duration(key, time.Duration(rng.Int64N(1<<45)-1<<44))
+			default:
+				args[i] = Time(key, time.Unix(0, rng.Int64N(1<<62)))
+			}
 		case 8:
 			args[i] = String(key, "")
 		default:

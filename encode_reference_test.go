@@ -7,6 +7,7 @@ package tracer
 import (
 	"math"
 	"strconv"
+	"time"
 )
 
 // inlineArgs is how many args a refRecord held itself; more went into
@@ -171,7 +172,7 @@ func refAppendTail(b []byte, r *refRecord, cont []refRecord) []byte {
 		if i >= inlineArgs {
 			a = &cont[i/inlineArgs-1].args[i%inlineArgs]
 		}
-		if a.kind >= argCategory || a.kind == 0 { // the zero Arg is ignored
+		if a.kind == argCategory || a.kind == argScope || a.kind == 0 { // the zero Arg is ignored
 			continue
 		}
 		if first {
@@ -203,6 +204,23 @@ func refAppendArg(b []byte, a *Arg, first bool) []byte {
 		return appendFloat(b, math.Float64frombits(a.num))
 	case argBool:
 		return strconv.AppendBool(b, a.num != 0)
+	case argDuration:
+		return appendString(b, refDuration(time.Duration(a.num)))
+	case argTime:
+		return appendString(b, time.Unix(0, int64(a.num)).UTC().Format(time.RFC3339Nano))
 	}
 	panic("the zero Arg is never written")
+}
+
+// refDuration is appendDuration's text, made the slow way.
+func refDuration(d time.Duration) string {
+	for _, u := range []struct {
+		name string
+		per  time.Duration
+	}{{"s", time.Second}, {"ms", time.Millisecond}, {"µs", time.Microsecond}} {
+		if d >= u.per || d <= -u.per {
+			return strconv.FormatFloat(float64(d)/float64(u.per), 'f', -1, 64) + u.name
+		}
+	}
+	return strconv.FormatInt(int64(d), 10) + "ns"
 }

@@ -1,6 +1,7 @@
 package tracer
 
 import (
+	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -361,4 +362,26 @@ func TestEndArgsAllocations(t *testing.T) {
 		end := tr.Span("x")
 		end(Int("status", 200), String("k", "v"))
 	}))
+}
+
+// TestArgConstructors: Err, Duration and Time (issue 11 item 2). Duration
+// and Time are formatted by the flusher, so recording them allocates
+// nothing.
+func TestArgConstructors(t *testing.T) {
+	tr, path := newTestTracer(t)
+	at := time.Date(2026, 11, 23, 12, 30, 0, 123456789, time.FixedZone("CET", 3600))
+	end := tr.Span("call", Time("at", at), Err(nil))
+	end(Err(errors.New("boom")), Duration("took", 1500*time.Microsecond), Duration("tiny", 250), Duration("neg", -2*time.Second))
+	require.NoError(t, tr.Close())
+	assert.Equal(t, map[string]any{
+		"at": "2026-11-23T11:30:00.123456789Z", "error": "boom",
+		"took": "1.5ms", "tiny": "250ns", "neg": "-2s",
+	}, find(t, readClosed(t, path), "X", "call").Args)
+
+	if raceEnabled {
+		return
+	}
+	tr2, _ := newTestTracer(t)
+	d, now := Duration("took", time.Second), Time("at", at)
+	assert.Zero(t, testing.AllocsPerRun(1000, func() { tr2.Instant("x", d, now) }))
 }
