@@ -151,5 +151,13 @@ func (t *Tracer) SetCategories(names ...string) error {
 }
 
 // SetCategories changes which categories the default tracer records; see
-// (*Tracer).SetCategories.
-func SetCategories(names ...string) error { return loadStd().SetCategories(names...) }
+// (*Tracer).SetCategories. The choice is remembered: set before Start, or
+// before a Stop and Start, it applies to the next default tracer too,
+// unless that one is given WithCategories.
+func SetCategories(names ...string) error {
+	if _, err := newCategoryFilter(names); err != nil {
+		return err
+	}
+	noteCategories(names)
+	return loadStd().SetCategories(names...)
+}

@@ -294,6 +294,7 @@ func Start(path string, opts ...Option) error {
 	if err != nil {
 		return err
 	}
+	t.adoptDefaults(t.opts.categories != nil)
 	if !std.CompareAndSwap(nil, unsafe.Pointer(t)) {
 		t.Close()
 		return ErrStarted
@@ -315,6 +316,10 @@ func SetDefault(t *Tracer) error {
 	if !t.recording.Load() {
 		return fmt.Errorf("%w: SetDefault of a closed Tracer", ErrClosed)
 	}
+	if loadStd() != nil {
+		return ErrStarted
+	}
+	t.adoptDefaults(true) // its categories are its maker's choice
 	if !std.CompareAndSwap(nil, unsafe.Pointer(t)) {
 		return ErrStarted
 	}

@@ -75,6 +75,16 @@ func (n *trackNames) note(h *slot, rest []slot) {
 	n.lastGid, n.last = gid, tn
 }
 
+// adopt remembers a name given before the tracer started (see
+// adoptDefaults), as written in the current file.
+func (n *trackNames) adopt(gid uint64, tn trackName) {
+	if len(n.m) >= maxTrackNames {
+		n.forget()
+	}
+	tn.seen, tn.file = n.tick, n.file
+	n.m[gid] = &tn
+}
+
 // seen records that goroutine gid has an event in the batch being encoded.
 func (n *trackNames) see(gid uint64) {
 	tn := n.last

@@ -1,0 +1,104 @@
+package tracer
+
+import (
+	"slices"
+	"sync"
+)
+
+// What the program says of its goroutines and categories through the
+// package-level functions outlives the default tracer: a goroutine named
+// before Start, or before a Stop and Start, keeps its name in the next
+// file, and the categories set with SetCategories apply to the next
+// default tracer that was not given WithCategories. So the package-level
+// SetGoroutineName, SetGoroutineSortIndex and SetCategories also note what
+// they set here, and Start and SetDefault pass it on.
+var defaults struct {
+	mu         sync.Mutex
+	names      map[uint64]*trackName // by goroutine id, at most maxTrackNames
+	categories []string
+	hasCats    bool
+}
+
+// noteName remembers goroutine gid's name (or sort index, if sort).
+func noteName(gid uint64, name string, index int64, sort bool) {
+	defaults.mu.Lock()
+	defer defaults.mu.Unlock()
+	if defaults.names == nil {
+		defaults.names = map[uint64]*trackName{}
+	}
+	tn := defaults.names[gid]
+	if tn == nil {
+		if len(defaults.names) >= maxTrackNames {
+			// Goroutine exits cannot be observed: past the bound, the
+			// oldest ids (the goroutines started first) are forgotten.
+			forgetOldestNames()
+		}
+		tn = &trackName{}
+		defaults.names[gid] = tn
+	}
+	if sort {
+		tn.sort, tn.hasSort = index, true
+	} else {
+		tn.name, tn.hasName = name, true
+	}
+}
+
+// forgetOldestNames drops the half of the remembered names with the lowest
+// goroutine ids. Called with defaults.mu held.
+func forgetOldestNames() {
+	ids := make([]uint64, 0, len(defaults.names))
+	for gid := range defaults.names {
+		ids = append(ids, gid)
+	}
+	slices.Sort(ids)
+	for _, gid := range ids[:len(ids)/2] {
+		delete(defaults.names, gid)
+	}
+}
+
+// noteCategories remembers the categories last set for the default tracer.
+func noteCategories(names []string) {
+	defaults.mu.Lock()
+	defer defaults.mu.Unlock()
+	defaults.categories = append([]string(nil), names...)
+	defaults.hasCats = len(names) > 0
+}
+
+// adoptDefaults gives t, about to become the default tracer, the names and
+// categories set through the package-level functions. userCats tells
+// whether t was given WithCategories, which then wins.
+func (t *Tracer) adoptDefaults(userCats bool) {
+	defaults.mu.Lock()
+	names := make(map[uint64]trackName, len(defaults.names))
+	for gid, tn := range defaults.names {
+		names[gid] = *tn
+	}
+	cats, hasCats := defaults.categories, defaults.hasCats
+	defaults.mu.Unlock()
+
+	if hasCats && !userCats {
+		_ = t.SetCategories(cats...) // checked when they were set
+	}
+	if len(names) == 0 {
+		return
+	}
+	t.flushMu.Lock()
+	defer t.flushMu.Unlock()
+	f := &t.flusher
+	if f.win != nil { // a flight recorder's dumps name what it remembers
+		for gid, tn := range names {
+			f.names.adopt(gid, tn)
+		}
+		return
+	}
+	if f.isClosed() || !f.startBatch(true) {
+		return
+	}
+	for gid, tn := range names {
+		f.pending += f.enc.appendTrackName(gid, &tn)
+		if f.names != nil { // rotated files name them again
+			f.names.adopt(gid, tn)
+		}
+	}
+	f.send()
+}
