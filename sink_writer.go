@@ -9,6 +9,8 @@ import (
 )
 
 // A Sink receives the encoded trace from a Tracer's background goroutine.
+// It is an io.WriteCloser; the name is for the contract below, which
+// NewWithSink relies on.
 //
 // The first Write starts with "[" and the process metadata; every Write
 // holds whole events, one a line, and ends on an event boundary, so that
@@ -21,10 +23,7 @@ import (
 // that fails part-way leaves the stream cut inside an event: the Tracer
 // writes the rest of that event first at its next Write, so a stream that
 // recovers stays valid.
-type Sink interface {
-	io.Writer
-	Close() error
-}
+type Sink = io.WriteCloser
 
 // NewWriter creates a Tracer writing the trace to w: standard output, a
 // network connection, a buffer. With WithGzip the trace is compressed. The
