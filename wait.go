@@ -21,7 +21,7 @@ var ErrTimeout = errors.New("tracer: timed out waiting for the trace to be writt
 // an error wrapping ErrTimeout instead of hanging the application: the
 // write goes on in the background, and Close finishes the file there if
 // the sink ever recovers. A process that exits before then leaves the
-// file as a crash would (see the README's Guarantees). Flush waits as long
+// file as a crash would (see docs/guarantees.md). Flush waits as long
 // for a flush already stuck in the sink; when it writes itself, it waits
 // for its write. Zero waits forever.
 //
