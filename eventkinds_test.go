@@ -170,7 +170,7 @@ func TestFlowsBindToEnclosingSpans(t *testing.T) {
 	tracks := checkTracks(t, evs)
 	inside := func(e event, span string) {
 		for _, iv := range tracks[e.Tid] {
-			if iv.name == span && iv.start <= e.Ts && e.Ts <= iv.end {
+			if iv.Name == span && iv.Start <= e.Ts && e.Ts <= iv.End {
 				return
 			}
 		}

@@ -4,28 +4,15 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
-	"sort"
 	"testing"
 
+	"github.com/gotracer/tracer/internal/tracecheck"
 	"github.com/stretchr/testify/require"
 )
 
-// event is one trace event as a viewer reads it.
-type event struct {
-	Name  string         `json:"name"`
-	Cat   string         `json:"cat"`
-	Ph    string         `json:"ph"`
-	Ts    float64        `json:"ts"`
-	Dur   float64        `json:"dur"`
-	Pid   int            `json:"pid"`
-	Tid   uint64         `json:"tid"`
-	S     string         `json:"s"`
-	ID    json.Number    `json:"id"`
-	ID2   map[string]any `json:"id2"`
-	Scope string         `json:"scope"`
-	Bp    string         `json:"bp"`
-	Args  map[string]any `json:"args"`
-}
+// event is one trace event as a viewer reads it; the integration
+// packages' tests read the same with tracecheck.
+type event = tracecheck.Event
 
 // repair applies the documented repair to a file cut off by a crash, the
 // one chrome://tracing applies itself: strip the trailing comma (and the
@@ -60,80 +47,16 @@ func readCrashed(t testing.TB, data []byte) []event {
 	return evs
 }
 
-// byPhase returns the events with phase ph.
-func byPhase(evs []event, ph string) []event {
-	var out []event
-	for _, e := range evs {
-		if e.Ph == ph {
-			out = append(out, e)
-		}
-	}
-	return out
-}
+// byPhase returns the events with phase ph, byName those named name.
+var byPhase, byName = tracecheck.Phase, tracecheck.Named
 
-// byName returns the events named name.
-func byName(evs []event, name string) []event {
-	var out []event
-	for _, e := range evs {
-		if e.Name == name {
-			out = append(out, e)
-		}
-	}
-	return out
-}
-
-// interval is a slice on a track, from an X event or a B/E pair.
-type interval struct {
-	name       string
-	start, end float64
-}
-
-// checkTracks checks what both viewers need of every goroutine's track: B
-// and E events form a stack in file order with matching names, and all
-// slices, X and B/E alike, nest without overlapping. It returns the slices
-// of each track.
-func checkTracks(t testing.TB, evs []event) map[uint64][]interval {
+// checkTracks checks what both viewers need of every goroutine's track (B
+// and E events form a stack in file order with matching names; all
+// slices, X and B/E alike, nest without overlapping) and returns the
+// slices of each track, sorted by start.
+func checkTracks(t testing.TB, evs []event) map[uint64][]tracecheck.Slice {
 	t.Helper()
-	tracks := map[uint64][]interval{}
-	open := map[uint64][]event{}
-	for _, e := range evs {
-		switch e.Ph {
-		case "X":
-			require.GreaterOrEqual(t, e.Dur, 0.0)
-			tracks[e.Tid] = append(tracks[e.Tid], interval{e.Name, e.Ts, e.Ts + e.Dur})
-		case "B":
-			open[e.Tid] = append(open[e.Tid], e)
-		case "E":
-			st := open[e.Tid]
-			require.NotEmpty(t, st, "E %q on track %d without a B before it", e.Name, e.Tid)
-			b := st[len(st)-1]
-			open[e.Tid] = st[:len(st)-1]
-			require.Equal(t, b.Name, e.Name, "E must carry its B's name")
-			require.GreaterOrEqual(t, e.Ts, b.Ts)
-			tracks[e.Tid] = append(tracks[e.Tid], interval{e.Name, b.Ts, e.Ts})
-		}
-	}
-	for tid, ivs := range tracks {
-		sort.Slice(ivs, func(i, j int) bool {
-			if ivs[i].start != ivs[j].start {
-				return ivs[i].start < ivs[j].start
-			}
-			return ivs[i].end > ivs[j].end
-		})
-		var stack []interval
-		for _, iv := range ivs {
-			for len(stack) > 0 && stack[len(stack)-1].end <= iv.start {
-				stack = stack[:len(stack)-1]
-			}
-			if len(stack) > 0 {
-				top := stack[len(stack)-1]
-				require.LessOrEqual(t, iv.end, top.end, "track %d: %q [%v,%v] overlaps %q [%v,%v]",
-					tid, iv.name, iv.start, iv.end, top.name, top.start, top.end)
-			}
-			stack = append(stack, iv)
-		}
-	}
-	return tracks
+	return tracecheck.Tracks(t, evs)
 }
 
 // readFile returns a file's text.

@@ -264,7 +264,7 @@ func TestNoSpanLeftOpen(t *testing.T) {
 	evs := readClosed(t, path)
 	for tid, ivs := range checkTracks(t, evs) { // every B has its E
 		for i := 1; i < len(ivs); i++ {
-			require.LessOrEqual(t, ivs[i-1].end, ivs[i].start, "goroutine %d: spans never nest here", tid)
+			require.LessOrEqual(t, ivs[i-1].End, ivs[i].Start, "goroutine %d: spans never nest here", tid)
 		}
 	}
 	assert.Equal(t, spans[0]+spans[1], countSpans(t, path, "work"))

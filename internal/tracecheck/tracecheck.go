@@ -99,6 +99,7 @@ func Tracks(t testing.TB, evs []Event) map[uint64][]Slice {
 	for _, e := range evs {
 		switch e.Ph {
 		case "X":
+			require.GreaterOrEqual(t, e.Dur, 0.0, "X %q on track %d lasts less than nothing", e.Name, e.Tid)
 			tracks[e.Tid] = append(tracks[e.Tid], Slice{e.Name, e.Tid, e.Ts, e.Ts + e.Dur, e.Args})
 		case "B":
 			open[e.Tid] = append(open[e.Tid], e)
@@ -108,6 +109,7 @@ func Tracks(t testing.TB, evs []Event) map[uint64][]Slice {
 			b := st[len(st)-1]
 			open[e.Tid] = st[:len(st)-1]
 			require.Equal(t, b.Name, e.Name, "E must carry its B's name")
+			require.GreaterOrEqual(t, e.Ts, b.Ts, "E %q on track %d before its B", e.Name, e.Tid)
 			tracks[e.Tid] = append(tracks[e.Tid], Slice{e.Name, e.Tid, b.Ts, e.Ts, b.Args})
 		}
 	}
@@ -125,7 +127,8 @@ func Tracks(t testing.TB, evs []Event) map[uint64][]Slice {
 			}
 			if len(stack) > 0 {
 				top := stack[len(stack)-1]
-				require.LessOrEqual(t, s.End, top.End, "track %d: %q overlaps %q", tid, s.Name, top.Name)
+				require.LessOrEqual(t, s.End, top.End, "track %d: %q [%v,%v] overlaps %q [%v,%v]",
+					tid, s.Name, s.Start, s.End, top.Name, top.Start, top.End)
 			}
 			stack = append(stack, s)
 		}
