@@ -133,8 +133,9 @@ type lanes []*lane
 // that ends a span it started, nop for other events it recorded, and nil
 // if it recorded nothing (a disabled category, a closed tracer, or a full
 // buffer on a stalled sink, which it counts). cs holds the category and
-// scope ids of events whose handle carries them (async and flow); Category
-// and Scope args override them.
+// scope ids of async and flow events, which their handle carries (and
+// whose category was checked when it was made); other events take them
+// from their Category and Scope args, a span's end none.
 func (t *Tracer) record(k kind, flags uint8, cs catScope, name string, id uint64, args []Arg) func(...Arg) {
 	if !t.recording.Load() {
 		t.lateDrops.Inc()
@@ -145,13 +146,14 @@ func (t *Tracer) record(k kind, flags uint8, cs catScope, name string, id uint64
 		if len(args) > maxArgs {
 			args = args[:maxArgs]
 		}
-		if k < kindAsyncBegin && k != kindEnd {
-			cs = cs.from(args) // async and flow events carry their handle's, a span's end its start's
-		}
 		n += argSlots(args)
-	}
-	if k < kindAsyncBegin && k != kindEnd && !t.allows(cs.cat) {
-		return nil
+		if k < kindAsyncBegin && k != kindEnd {
+			// Only args give these events a category: an event
+			// without args has nothing to filter.
+			if cs = cs.from(args); cs.cat != 0 && !t.allows(cs.cat) {
+				return nil
+			}
+		}
 	}
 	extra := cs != (catScope{}) || k.hasID()
 	if extra {
