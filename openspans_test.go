@@ -1,6 +1,7 @@
 package tracer
 
 import (
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -97,4 +98,31 @@ func TestOutOfOrderEnds(t *testing.T) {
 		}
 		assert.Equal(t, []string{"B outer", "B inner", "E inner", "E outer"}, phases)
 	})
+}
+
+// TestMillionOpenSpans: the flusher's table holds a million open spans,
+// one per goroutine as a server's slow requests would, without forgetting
+// any, at the documented cost of about 150 bytes each (at most 200 here).
+func TestMillionOpenSpans(t *testing.T) {
+	if raceEnabled || testing.Short() {
+		t.Skip("a million map entries: slow under the race detector")
+	}
+	var o openSpans
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	const n = maxOpenSpans
+	for gid := uint64(1); gid <= n; gid++ {
+		s := o.stack(gid, true)
+		*s = append(*s, openSpan{start: slot{num: gid}})
+		o.count++
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	assert.GreaterOrEqual(t, n, 1_000_000)
+	assert.Zero(t, o.trim(maxOpenSpans), "a million open spans are all kept")
+	perSpan := float64(after.HeapAlloc-before.HeapAlloc) / n
+	t.Logf("%.0f bytes per open span", perSpan)
+	assert.Less(t, perSpan, 200.0)
+	runtime.KeepAlive(&o)
 }

@@ -28,7 +28,7 @@ func nop(...Arg) {}
 // reported once to the error handler) unless its begin event was already
 // written, in which case it ends with the outer span. Call the returned
 // function once, on the goroutine that started the span. Any number of
-// spans may be open at once, up to a million, at about 140 bytes each in
+// spans may be open at once, up to a million, at about 150 bytes each in
 // the flusher while they are open. A span that ends within a flush
 // interval is written as one complete ("X") event; one still open when a
 // flush comes and older than the flush interval is written as a begin
