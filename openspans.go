@@ -21,8 +21,9 @@ import (
 // maxOpenSpans bounds the open spans the flusher remembers: a server with a
 // million slow requests in flight keeps every one. An open span costs the
 // flusher about 150 bytes (its start and its goroutine's entry in the
-// table: 2^20 goroutines with a span each took 156 MiB of heap, TestMillionOpenSpans), more with
-// args, so the bound is about 150 MB. A goroutine that exits
+// table: 2^20 goroutines with a span each took 156 MiB of heap in
+// TestMillionOpenSpans), more with args, so the bound is about 160 MB. A
+// goroutine that exits
 // inside a span whose end was dropped (the buffers were full) leaves the
 // start here for good, and a program that drops often while starting many
 // goroutines would otherwise grow this table without limit. Past the bound,
