@@ -15,8 +15,7 @@ import (
 var defaults struct {
 	mu         sync.Mutex
 	names      map[uint64]*trackName // by goroutine id, at most maxTrackNames
-	categories []string
-	hasCats    bool
+	categories []string // none: every category
 }
 
 // noteName remembers goroutine gid's name (or sort index, if sort).
@@ -61,7 +60,6 @@ func noteCategories(names []string) {
 	defaults.mu.Lock()
 	defer defaults.mu.Unlock()
 	defaults.categories = append([]string(nil), names...)
-	defaults.hasCats = len(names) > 0
 }
 
 // adoptDefaults gives t, about to become the default tracer, the names and
@@ -73,10 +71,10 @@ func (t *Tracer) adoptDefaults(userCats bool) {
 	for gid, tn := range defaults.names {
 		names[gid] = *tn
 	}
-	cats, hasCats := defaults.categories, defaults.hasCats
+	cats := defaults.categories
 	defaults.mu.Unlock()
 
-	if hasCats && !userCats {
+	if len(cats) > 0 && !userCats {
 		_ = t.SetCategories(cats...) // checked when they were set
 	}
 	if len(names) == 0 {
