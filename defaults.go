@@ -15,7 +15,7 @@ import (
 var defaults struct {
 	mu         sync.Mutex
 	names      map[uint64]*trackName // by goroutine id, at most maxTrackNames
-	categories []string // none: every category
+	categories []string              // none: every category
 }
 
 // noteName remembers goroutine gid's name (or sort index, if sort).
