@@ -47,6 +47,8 @@ type flusher struct {
 	sentEnds []sentEnd // E events in batches not yet written: see takeFailures
 	resend   []sentEnd // E events of failed writes, to write again
 	kept     []slot    // span ends kept aside, in time order: see keepEnd
+
+	imp importState // events from outside the lanes: see imported.go
 }
 
 // A sentEnd is an E event in a batch the writer has not written yet, kept
@@ -143,6 +145,8 @@ func (f *flusher) appendHeader() {
 	b = f.wall.UTC().AppendFormat(b, time.RFC3339Nano)
 	b = append(b, `","ts0_unix_ns":`...)
 	b = strconv.AppendInt(b, f.wall.UnixNano(), 10)
+	b = append(b, `,"ts0_mono_ns":`...) // runtime.nanotime of ts 0: aligns an execution trace exactly
+	b = strconv.AppendInt(b, f.t.base, 10)
 	b = append(b, "}},\n"...)
 	if o.hasSort {
 		b = append(b, `{"name":"process_sort_index","ph":"M","pid":`...)
@@ -263,6 +267,7 @@ merge:
 			f.reportedDrops = drops
 			f.appendDropCounter(cut)
 		}
+		f.drainImported(block)
 		f.send()
 	}
 	f.t.progress.broadcast()
@@ -315,6 +320,7 @@ func (f *flusher) take(c *cursor, h *slot, cut int64) uint64 {
 	l := c.l
 	n := h.slots()
 	rest := l.read.slots[l.pos+1 : l.pos+n]
+	f.imp.note(h, rest)
 	switch h.kind() {
 	case kindSpan, kindBegin:
 		token := l.nextToken()

@@ -1,0 +1,204 @@
+package goruntime
+
+import (
+	"bytes"
+	"strconv"
+	"sync"
+)
+
+// A session links one converter to one tracer. It is the tracer's
+// imported.Source: the converter commits converted events to pending, and
+// the tracer's flusher drains pending at every flush, with its encoding
+// lock held. What the flusher tells it of goroutines (their names, sort
+// indexes, whether they recorded a span) decides which runtime tracks are
+// kept and how they are named. mu guards everything but conv.
+type session struct {
+	o    options
+	pid  int
+	conv *converter // used by the reader goroutine only
+
+	mu      sync.Mutex
+	pending []byte
+	off     int    // drained up to here
+	dropped uint64 // events dropped because pending was full
+	shownDr uint64 // drops last written as the goruntime.dropped counter
+	lastTs  []byte // ts of the last commit, for the drop counter
+	names   map[uint64]*userTrack
+	spanned map[uint64]bool
+	shown   map[uint64]bool // goroutines whose track metadata is written
+}
+
+// userTrack is what the program set for a goroutine's span track.
+type userTrack struct {
+	name    string
+	sort    int64
+	hasName bool
+	hasSort bool
+}
+
+func newSession(o options) *session {
+	return &session{
+		o:       o,
+		names:   map[uint64]*userTrack{},
+		spanned: map[uint64]bool{},
+		shown:   map[uint64]bool{},
+	}
+}
+
+// Drain implements imported.Source: it hands the flusher whole lines of
+// pending, about limit bytes at most.
+func (s *session) Drain(b []byte, limit int) ([]byte, int, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.dropped != s.shownDr && s.lastTs != nil {
+		s.shownDr = s.dropped
+		s.pending = append(s.pending, `{"name":"goruntime.dropped","ph":"C","ts":`...)
+		s.pending = append(s.pending, s.lastTs...)
+		s.pending = append(s.pending, `,"pid":`...)
+		s.pending = strconv.AppendInt(s.pending, int64(s.pid), 10)
+		s.pending = append(s.pending, `,"args":{"events":`...)
+		s.pending = strconv.AppendUint(s.pending, s.dropped, 10)
+		s.pending = append(s.pending, "}},\n"...)
+	}
+	rest := s.pending[s.off:]
+	if len(rest) == 0 {
+		return b, 0, false
+	}
+	n := len(rest)
+	if n > limit {
+		// End on a line: at the last one that fits, or after the first
+		// if even that one does not.
+		if i := bytes.LastIndexByte(rest[:max(limit, 1)], '\n'); i >= 0 {
+			n = i + 1
+		} else {
+			n = bytes.IndexByte(rest, '\n') + 1
+		}
+	}
+	chunk := rest[:n]
+	b = append(b, chunk...)
+	s.off += n
+	if s.off == len(s.pending) {
+		s.pending, s.off = s.pending[:0], 0
+	}
+	return b, bytes.Count(chunk, []byte{'\n'}), s.off < len(s.pending)
+}
+
+// Named implements imported.Source. A goroutine whose tracks were already
+// announced gets its metadata again, the user's values, after whatever the
+// session wrote for it before.
+func (s *session) Named(gid uint64, name string, hasName bool, sort int64, hasSort bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	u := s.names[gid]
+	if u == nil {
+		u = &userTrack{}
+		s.names[gid] = u
+	}
+	if hasName {
+		u.name, u.hasName = name, true
+	}
+	if hasSort {
+		u.sort, u.hasSort = sort, true
+	}
+	if s.shown[gid] {
+		s.pending = appendTracks(s.pending, s.pid, gid, u, true)
+	}
+}
+
+// Spanned implements imported.Source.
+func (s *session) Spanned(gid uint64) {
+	s.mu.Lock()
+	s.spanned[gid] = true
+	s.mu.Unlock()
+}
+
+// keep implements tracks: by default, goroutines that recorded a span or
+// were named.
+func (s *session) keep(gid uint64) bool {
+	if s.o.allGoroutine {
+		return true
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.spanned[gid] || s.names[gid] != nil
+}
+
+// announce implements tracks. The metadata goes straight to pending under
+// mu, not through the converter's buffer, so that it is ordered with what
+// Named writes: whichever comes last in the file wins in both viewers.
+func (s *session) announce(c *converter, gid uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.shown[gid] = true
+	u := s.names[gid]
+	if u == nil {
+		u = &userTrack{}
+	}
+	s.pending = appendTracks(s.pending, s.pid, gid, u, true)
+}
+
+// exited implements tracks: a goroutine that exited is forgotten, so the
+// maps stay as small as the set of live goroutines.
+func (s *session) exited(gid uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.names, gid)
+	delete(s.spanned, gid)
+	delete(s.shown, gid)
+}
+
+// commit moves the converter's output to pending, or drops it, counted,
+// when pending is full.
+func (s *session) commit() {
+	c := s.conv
+	if len(c.buf) == 0 {
+		return
+	}
+	s.mu.Lock()
+	if len(s.pending)-s.off+len(c.buf) > s.o.maxPending {
+		s.dropped += uint64(c.events)
+	} else {
+		s.pending = append(s.pending, c.buf...)
+	}
+	s.lastTs = append(s.lastTs[:0], lastTs(c.buf)...)
+	s.mu.Unlock()
+	c.buf, c.events = c.buf[:0], 0
+}
+
+// lastTs returns the ts of the last event in buf.
+func lastTs(buf []byte) []byte {
+	i := bytes.LastIndex(buf, []byte(`"ts":`))
+	if i < 0 {
+		return nil
+	}
+	ts := buf[i+5:]
+	return ts[:bytes.IndexByte(ts, ',')]
+}
+
+// appendTracks appends the metadata of goroutine gid's two tracks: its
+// span track and its runtime track, named alike ("worker 3" and "worker 3
+// (runtime)", or "goroutine 7" when the program gave no name) and given
+// the same sort index (the program's, or the goroutine id), so that the
+// pair sort together in both viewers: chrome://tracing orders tracks by
+// sort index, then name; Perfetto by its sort index hint.
+//
+// Convert, whose output is merged with span traces that name their own
+// goroutines, leaves the span track alone (spanTrack false): a name it
+// wrote there could win over the program's.
+func appendTracks(b []byte, pid int, gid uint64, u *userTrack, spanTrack bool) []byte {
+	name := u.name
+	if !u.hasName {
+		name = "goroutine " + strconv.FormatUint(gid, 10)
+	}
+	sort := int64(gid)
+	if u.hasSort {
+		sort = u.sort
+	}
+	b = appendMeta(b, pid, "thread_name", runtimeTid(gid), name+" (runtime)", 0, false)
+	b = appendMeta(b, pid, "thread_sort_index", runtimeTid(gid), "", sort, true)
+	if spanTrack {
+		b = appendMeta(b, pid, "thread_name", gid, name, 0, false)
+		b = appendMeta(b, pid, "thread_sort_index", gid, "", sort, true)
+	}
+	return b
+}
