@@ -269,40 +269,40 @@ func (c *converter) logEvent(gid uint64, g *gstate, l trace.Log, t trace.Time) {
 }
 
 // rangeEvent handles GC cycles, stop-the-world pauses and mark assists.
+// A stop-the-world range is scoped to the goroutine that stopped the
+// world, but it stops every goroutine: it goes on the process's track.
 func (c *converter) rangeEvent(ev *trace.Event, t trace.Time) {
 	r := ev.Range()
-	switch r.Scope.Kind {
-	case trace.ResourceGoroutine:
-		if r.Name != "GC mark assist" {
-			return
-		}
+	tid, name := uint64(gcTid), r.Name
+	switch {
+	case strings.HasPrefix(r.Name, "stop-the-world"):
+		tid = stwTid
+	case r.Name == "GC concurrent mark phase":
+		name = "GC"
+	case r.Name == "GC mark assist" && r.Scope.Kind == trace.ResourceGoroutine:
 		id := r.Scope.Goroutine()
 		if g := c.g(id, t); g != nil {
 			c.cut(id, g, t)
 			g.assist = ev.Kind() != trace.EventRangeEnd
 		}
-	case trace.ResourceNone:
-		tid, name := uint64(gcTid), r.Name
-		if strings.HasPrefix(name, "stop-the-world") {
-			tid = stwTid
-		} else if name == "GC concurrent mark phase" {
-			name = "GC"
-		}
-		if ev.Kind() != trace.EventRangeEnd {
-			c.ranges[r.Name] = t
-			return
-		}
-		start, ok := c.ranges[r.Name]
-		if !ok {
-			return
-		}
-		delete(c.ranges, r.Name)
-		c.gcTracks()
-		b := c.head(name, "gc", 'X', start)
-		b = append(b, `,"dur":`...)
-		b = imported.AppendMicros(b, int64(t-start))
-		c.end(c.ids(b, tid))
+		return
+	default:
+		return // sweeping, per P: too fine to read
 	}
+	if ev.Kind() != trace.EventRangeEnd {
+		c.ranges[r.Name] = t
+		return
+	}
+	start, ok := c.ranges[r.Name]
+	if !ok {
+		return
+	}
+	delete(c.ranges, r.Name)
+	c.gcTracks()
+	b := c.head(name, "gc", 'X', start)
+	b = append(b, `,"dur":`...)
+	b = imported.AppendMicros(b, int64(t-start))
+	c.end(c.ids(b, tid))
 }
 
 // gcTracks names the GC and stop-the-world tracks, once.
@@ -391,6 +391,20 @@ func (c *converter) finish() {
 		c.async('e', id, name, t)
 	}
 	clear(c.tasks)
+	for name, start := range c.ranges {
+		tid, label := uint64(gcTid), name
+		if strings.HasPrefix(name, "stop-the-world") {
+			tid = stwTid
+		} else if name == "GC concurrent mark phase" {
+			label = "GC"
+		}
+		c.gcTracks()
+		b := c.head(label, "gc", 'X', start)
+		b = append(b, `,"dur":`...)
+		b = imported.AppendMicros(b, int64(t-start))
+		c.end(c.ids(b, tid))
+	}
+	clear(c.ranges)
 	c.counters(t)
 }
 

@@ -68,7 +68,7 @@ func Convert(w io.Writer, r io.Reader, cfg ConvertConfig, opts ...Option) (event
 	if err != nil {
 		return 0, fmt.Errorf("goruntime: not an execution trace: %w", err)
 	}
-	started := false
+	started, empty := false, true
 	var readErr error
 	for {
 		ev, err := rd.ReadEvent()
@@ -86,6 +86,7 @@ func Convert(w io.Writer, r io.Reader, cfg ConvertConfig, opts ...Option) (event
 			}
 		}
 		c.handle(&ev)
+		empty = empty && ev.Kind() == trace.EventSync
 		if len(c.buf) >= commitBytes {
 			if _, err := bw.Write(c.buf); err != nil {
 				return events, err
@@ -105,6 +106,9 @@ func Convert(w io.Writer, r io.Reader, cfg ConvertConfig, opts ...Option) (event
 	c.buf = append(c.buf[:len(c.buf)-2], "\n]\n"...)
 	if _, err := bw.Write(c.buf); err != nil {
 		return events, err
+	}
+	if readErr == nil && empty {
+		readErr = errors.New("goruntime: the execution trace holds no events")
 	}
 	return events + c.events, readErr
 }

@@ -120,14 +120,17 @@ func Tracks(t testing.TB, evs []Event) map[uint64][]Slice {
 			}
 			return ss[i].End > ss[j].End
 		})
+		// ts+dur in float64 µs can be off by far less than the file's
+		// resolution (1ns) from the next slice's ts: compare to that.
+		const ns = 1e-3 / 2
 		var stack []Slice
 		for _, s := range ss {
-			for len(stack) > 0 && stack[len(stack)-1].End <= s.Start {
+			for len(stack) > 0 && stack[len(stack)-1].End <= s.Start+ns {
 				stack = stack[:len(stack)-1]
 			}
 			if len(stack) > 0 {
 				top := stack[len(stack)-1]
-				require.LessOrEqual(t, s.End, top.End, "track %d: %q [%v,%v] overlaps %q [%v,%v]",
+				require.LessOrEqual(t, s.End, top.End+ns, "track %d: %q [%v,%v] overlaps %q [%v,%v]",
 					tid, s.Name, s.Start, s.End, top.Name, top.Start, top.End)
 			}
 			stack = append(stack, s)

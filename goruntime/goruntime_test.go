@@ -1,0 +1,302 @@
+package goruntime
+
+import (
+	"context"
+	"path/filepath"
+	"runtime"
+	rtrace "runtime/trace"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gotracer/tracer"
+	"github.com/gotracer/tracer/internal/tracecheck"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// traced runs work with a tracer and the runtime's view on, closes both
+// and returns the file's path.
+func traced(t *testing.T, opts []Option, work func(tr *tracer.Tracer)) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "trace.json")
+	tr, err := tracer.New(path)
+	require.NoError(t, err)
+	stop, err := Start(tr, opts...)
+	require.NoError(t, err)
+	work(tr)
+	require.NoError(t, stop())
+	require.NoError(t, tr.Close())
+	return path
+}
+
+// meta returns the last value of metadata name (thread_name or
+// thread_sort_index) per tid: the one both viewers keep.
+func meta(evs []tracecheck.Event, name string) map[uint64]any {
+	out := map[uint64]any{}
+	for _, e := range tracecheck.Named(evs, name) {
+		if e.Ph != "M" {
+			continue
+		}
+		for _, v := range e.Args {
+			out[e.Tid] = v
+		}
+	}
+	return out
+}
+
+// TestBlockedUnderSpan checks the alignment of the two clocks: a goroutine
+// that waits 10ms on a channel inside a span shows a blocked state of
+// about 10ms under that span, on its runtime track.
+func TestBlockedUnderSpan(t *testing.T) {
+	const wait = 10 * time.Millisecond
+	var gid uint64
+	path := traced(t, nil, func(tr *tracer.Tracer) {
+		ch := make(chan struct{})
+		done := make(chan uint64)
+		go func() {
+			end := tr.Span("wait")
+			<-ch
+			end()
+			done <- currentGid(tr)
+		}()
+		time.Sleep(wait)
+		close(ch)
+		gid = <-done
+	})
+	evs := tracecheck.Read(t, path)
+	tracks := tracecheck.Tracks(t, evs)
+	spans := tracks[gid]
+	require.Len(t, spans, 2, "the wait span and the span currentGid leaves")
+	span := tracecheck.SlicesNamed(map[uint64][]tracecheck.Slice{gid: spans}, "wait")[0]
+
+	var blocked []tracecheck.Slice
+	for _, s := range tracks[runtimeTid(gid)] {
+		if s.Name == "blocked" && s.Args["reason"] == "chan receive" {
+			blocked = append(blocked, s)
+		}
+	}
+	require.Len(t, blocked, 1, "one wait on the channel: %v", tracks[runtimeTid(gid)])
+	b := blocked[0]
+	assert.InDelta(t, float64(wait/time.Microsecond), b.End-b.Start, float64(5*time.Millisecond/time.Microsecond),
+		"the blocked state lasts about as long as the wait")
+	// The execution trace's clock has a 64ns tick: allow a microsecond.
+	assert.GreaterOrEqual(t, b.Start, span.Start-1, "the wait began inside the span")
+	assert.LessOrEqual(t, b.End, span.End+1, "and ended inside it")
+}
+
+// currentGid records a marker span and returns the goroutine id the
+// tracer wrote for it, read back from the trace: the test has no other
+// way to know it.
+func currentGid(tr *tracer.Tracer) uint64 {
+	tr.Span("gid marker")()
+	return goid()
+}
+
+// goid parses the calling goroutine's id from its stack.
+func goid() uint64 {
+	var buf [64]byte
+	s := strings.TrimPrefix(string(buf[:runtime.Stack(buf[:], false)]), "goroutine ")
+	var id uint64
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			break
+		}
+		id = id*10 + uint64(c-'0')
+	}
+	return id
+}
+
+// TestTrackNames checks that a goroutine's two tracks share its name and
+// sort index, whether the program set them or not.
+func TestTrackNames(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		setName  string
+		setSort  int
+		hasSort  bool
+		wantName string
+	}{
+		{name: "unnamed", wantName: "goroutine %d"},
+		{name: "named", setName: "worker 3", wantName: "worker 3"},
+		{name: "named and sorted", setName: "first", setSort: -5, hasSort: true, wantName: "first"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var gid uint64
+			path := traced(t, nil, func(tr *tracer.Tracer) {
+				done := make(chan uint64)
+				go func() {
+					if tc.setName != "" {
+						tr.SetGoroutineName(tc.setName)
+					}
+					if tc.hasSort {
+						tr.SetGoroutineSortIndex(tc.setSort)
+					}
+					defer tr.Span("work")()
+					time.Sleep(time.Millisecond)
+					done <- goid()
+				}()
+				gid = <-done
+			})
+			evs := tracecheck.Read(t, path)
+			names, sorts := meta(evs, "thread_name"), meta(evs, "thread_sort_index")
+			want := tc.wantName
+			if strings.Contains(want, "%d") {
+				want = strings.ReplaceAll(want, "%d", uintString(gid))
+			}
+			assert.Equal(t, want, names[gid], "span track")
+			assert.Equal(t, want+" (runtime)", names[runtimeTid(gid)], "runtime track")
+			wantSort := float64(gid)
+			if tc.hasSort {
+				wantSort = float64(tc.setSort)
+			}
+			assert.Equal(t, wantSort, sorts[gid], "span track's sort index")
+			assert.Equal(t, wantSort, sorts[runtimeTid(gid)], "runtime track's sort index, the same")
+		})
+	}
+}
+
+func uintString(u uint64) string {
+	if u < 10 {
+		return string(rune('0' + u))
+	}
+	return uintString(u/10) + string(rune('0'+u%10))
+}
+
+// TestFilters checks which goroutines and states are kept.
+func TestFilters(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		opts        []Option
+		quietTrack  bool // the goroutine that recorded no span has a runtime track
+		spanStates  bool // the one that did has states
+		shortStates bool // states under 1ms are there
+	}{
+		{name: "default", spanStates: true},
+		{name: "all goroutines", opts: []Option{WithAllGoroutines()}, quietTrack: true, spanStates: true},
+		{name: "every state", opts: []Option{WithMinState(0)}, spanStates: true, shortStates: true},
+		{name: "long states only", opts: []Option{WithMinState(time.Hour)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var quiet, busy uint64
+			path := traced(t, tc.opts, func(tr *tracer.Tracer) {
+				ids := make(chan uint64, 2)
+				go func() { // no span
+					time.Sleep(2 * time.Millisecond)
+					ids <- goid()
+				}()
+				go func() {
+					defer tr.Span("busy")()
+					for range 20 {
+						runtime.Gosched() // short runnable and running states
+					}
+					time.Sleep(2 * time.Millisecond)
+					ids <- goid()
+				}()
+				a, b := <-ids, <-ids
+				quiet, busy = min(a, b), max(a, b) // started first: lower id
+			})
+			evs := tracecheck.Read(t, path)
+			tracks := tracecheck.Tracks(t, evs)
+			assert.Equal(t, tc.quietTrack, len(tracks[runtimeTid(quiet)]) > 0, "runtime track of the goroutine without spans")
+			states := tracks[runtimeTid(busy)]
+			assert.Equal(t, tc.spanStates, len(states) > 0, "states of the goroutine with a span")
+			short := false
+			for _, s := range states {
+				if s.End-s.Start < 1 { // µs
+					short = true
+				}
+			}
+			assert.Equal(t, tc.shortStates, short, "states under a microsecond")
+		})
+	}
+}
+
+// TestRuntimeView checks the process-level slices and counters and the
+// user's runtime/trace annotations.
+func TestRuntimeView(t *testing.T) {
+	var gid uint64
+	path := traced(t, nil, func(tr *tracer.Tracer) {
+		defer tr.Span("annotated")()
+		gid = goid()
+		ctx, task := rtrace.NewTask(context.Background(), "request")
+		rtrace.WithRegion(ctx, "outer", func() {
+			rtrace.WithRegion(ctx, "inner", func() { time.Sleep(time.Millisecond) })
+			runtime.GC()
+		})
+		task.End()
+	})
+	evs := tracecheck.Read(t, path)
+	tracks := tracecheck.Tracks(t, evs) // every track nests: states inside regions
+	rt := tracks[runtimeTid(gid)]
+	names := map[string]int{}
+	for _, s := range rt {
+		names[s.Name]++
+	}
+	assert.Equal(t, 1, names["outer"], "region")
+	assert.Equal(t, 1, names["inner"], "nested region")
+	outer, ok := tracecheck.Enclosing(map[uint64][]tracecheck.Slice{0: rt}, 0, tracecheck.SlicesNamed(map[uint64][]tracecheck.Slice{0: rt}, "inner")[0].Start+0.001)
+	require.True(t, ok)
+	assert.Equal(t, "inner", outer.Name)
+
+	assert.NotEmpty(t, tracecheck.SlicesNamed(map[uint64][]tracecheck.Slice{gcTid: tracks[gcTid]}, "GC"), "GC cycle")
+	assert.NotEmpty(t, tracks[stwTid], "stop-the-world pauses")
+	ops := tracecheck.Async(t, evs)
+	found := false
+	for _, op := range ops {
+		found = found || op.Begin.Name == "request"
+	}
+	assert.True(t, found, "the task as an async slice")
+	assert.NotEmpty(t, tracecheck.Named(evs, "go.heap"), "heap counter")
+	assert.NotEmpty(t, tracecheck.Named(evs, "go.goroutines"), "goroutine counter")
+}
+
+func TestStartErrors(t *testing.T) {
+	_, err := Start(nil)
+	assert.Error(t, err, "nil tracer")
+
+	path := filepath.Join(t.TempDir(), "t.json")
+	tr, err := tracer.New(path)
+	require.NoError(t, err)
+	_, err = Start(tr, WithMinState(-1))
+	assert.Error(t, err, "bad option")
+
+	stop, err := Start(tr)
+	require.NoError(t, err)
+	_, err = Start(tr)
+	assert.Error(t, err, "a second execution trace in one process")
+	require.NoError(t, stop())
+	require.NoError(t, stop(), "stop twice")
+	require.NoError(t, tr.Close())
+
+	_, err = Start(tr)
+	assert.Error(t, err, "a closed tracer")
+}
+
+// TestDrops checks the bound on what waits for a flush: with a tracer that
+// never flushes on its own, the converter drops, counts and says so.
+func TestDrops(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "t.json")
+	tr, err := tracer.New(path, tracer.WithFlushInterval(10*time.Second))
+	require.NoError(t, err)
+	stop, err := Start(tr, WithMaxPending(64<<10), WithAllGoroutines(), WithMinState(0))
+	require.NoError(t, err)
+	done := make(chan bool)
+	for range 50 {
+		go func() {
+			for range 200 {
+				runtime.Gosched()
+			}
+			done <- true
+		}()
+	}
+	for range 50 {
+		<-done
+	}
+	err = stop()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "dropped")
+	require.NoError(t, tr.Close())
+	evs := tracecheck.Read(t, path)
+	assert.NotEmpty(t, tracecheck.Named(evs, "goruntime.dropped"), "the drops are in the file")
+}
