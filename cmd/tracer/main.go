@@ -9,6 +9,7 @@
 //	tracer repair [-o OUT | -i] [-close-open] [-q] FILE
 //	tracer merge -o OUT [-offset FILE=DURATION]... [-q] FILE...
 //	tracer stats [-top N] [-sort KEY] [-json] [-q] FILE
+//	tracer import-go [-align SPANS] [-o OUT] TRACE
 //
 // check reads each file the way Perfetto and chrome://tracing do and
 // prints every problem they would trip on, as FILE:LINE: explanation. It
@@ -31,6 +32,9 @@
 // stats prints per span name its count, total, self time, mean, p50, p95,
 // p99 and max; per track its busy time and share of the trace; counters'
 // min, mean and max; dropped events; and the time range covered.
+//
+// import-go converts a Go execution trace to a trace file by running
+// tracer-import-go, from the goruntime module (see docs/goruntime.md).
 //
 // Every subcommand reads its input in one pass, in memory bounded by the
 // number of tracks, span names and open spans, never by the number of
@@ -67,6 +71,7 @@ const usage = `usage:
   tracer repair [-o OUT | -i] [-close-open] [-q] FILE
   tracer merge -o OUT [-offset FILE=DURATION]... [-q] FILE...
   tracer stats [-top N] [-sort KEY] [-json] [-q] FILE
+  tracer import-go [-align SPANS] [-o OUT] TRACE   (runs tracer-import-go)
 Run 'tracer COMMAND -h' for a command's options.`
 
 func main() {
@@ -84,6 +89,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		"repair": runRepair,
 		"merge":  runMerge,
 		"stats":  runStats,
+
+		"import-go": runImportGo,
 	}
 	cmd, ok := cmds[args[0]]
 	switch {

@@ -1,0 +1,87 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	rtrace "runtime/trace"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gotracer/tracer"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// header returns the process_name event of a trace file.
+func header(t *testing.T, path string) map[string]any {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	line := strings.TrimSuffix(strings.Split(string(data), "\n")[1], ",")
+	var ev map[string]any
+	require.NoError(t, json.Unmarshal([]byte(line), &ev))
+	require.Equal(t, "process_name", ev["name"])
+	return ev
+}
+
+func TestImportGo(t *testing.T) {
+	dir := t.TempDir()
+	spans := filepath.Join(dir, "spans.json")
+	tr, err := tracer.New(spans)
+	require.NoError(t, err)
+	exec := filepath.Join(dir, "trace.out")
+	f, err := os.Create(exec)
+	require.NoError(t, err)
+	require.NoError(t, rtrace.Start(f))
+	tr.Span("work")()
+	time.Sleep(time.Millisecond)
+	rtrace.Stop()
+	require.NoError(t, f.Close())
+	require.NoError(t, tr.Close())
+
+	data, err := os.ReadFile(exec)
+	require.NoError(t, err)
+	truncated := filepath.Join(dir, "truncated.out")
+	require.NoError(t, os.WriteFile(truncated, data[:len(data)/2], 0o644))
+
+	for _, tc := range []struct {
+		name    string
+		args    []string
+		out     string
+		wantErr string
+		aligned bool
+	}{
+		{name: "plain", args: []string{exec}, out: filepath.Join(dir, "trace.json")},
+		{name: "aligned", args: []string{"-align", spans, "-o", filepath.Join(dir, "a.json"), exec}, out: filepath.Join(dir, "a.json"), aligned: true},
+		{name: "truncated", args: []string{"-o", filepath.Join(dir, "t.json"), truncated}, wantErr: "goruntime: "},
+		{name: "missing", args: []string{filepath.Join(dir, "nope.out")}, wantErr: "no such file"},
+		{name: "align to a non-trace", args: []string{"-align", exec, exec}, wantErr: "not a tracer file"},
+		{name: "no trace", args: nil, wantErr: "one execution trace"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			err := run(tc.args, &stdout, &stderr)
+			if tc.wantErr != "" {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), tc.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			assert.Contains(t, stdout.String(), "events")
+			h := header(t, tc.out)
+			args := h["args"].(map[string]any)
+			sp := header(t, spans)
+			spArgs := sp["args"].(map[string]any)
+			if tc.aligned {
+				assert.Equal(t, sp["pid"], h["pid"], "the span trace's pid: merge keeps them one process")
+				assert.Equal(t, spArgs["ts0_mono_ns"], args["ts0_mono_ns"])
+				assert.Equal(t, spArgs["ts0_unix_ns"], args["ts0_unix_ns"])
+			} else {
+				assert.NotEqual(t, spArgs["ts0_mono_ns"], args["ts0_mono_ns"], "its own ts 0: the trace's start")
+			}
+		})
+	}
+}
