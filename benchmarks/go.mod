@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/google/chrometracing v0.0.0-20210413150014-55fded0163e7
 	github.com/gotracer/tracer v0.0.0
+	github.com/gotracer/tracer/goruntime v0.0.0
 	github.com/gotracer/tracer/traceotel v0.0.0
 	github.com/petermattis/goid v0.0.0-20260820044319-269ab09b5261
 	github.com/stretchr/testify v1.12.1
@@ -13,6 +14,7 @@ require (
 	go.opentelemetry.io/otel/sdk v1.47.0
 	go.opentelemetry.io/otel/sdk/metric v1.47.0
 	go.opentelemetry.io/otel/trace v1.47.0
+	golang.org/x/exp v0.0.0-20261014143641-f0251eb4aa3e
 	golang.org/x/sys v0.48.0
 )
 
@@ -31,3 +33,5 @@ require (
 replace github.com/gotracer/tracer => ../
 
 replace github.com/gotracer/tracer/traceotel => ../traceotel
+
+replace github.com/gotracer/tracer/goruntime => ../goruntime
