@@ -1,10 +1,12 @@
 package goruntime
 
 import (
+	"cmp"
 	"context"
 	"path/filepath"
 	"runtime"
 	rtrace "runtime/trace"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -117,7 +119,7 @@ func TestTrackNames(t *testing.T) {
 		hasSort  bool
 		wantName string
 	}{
-		{name: "unnamed", wantName: "goroutine %d"},
+		{name: "unnamed", wantName: ""},
 		{name: "named", setName: "worker 3", wantName: "worker 3"},
 		{name: "named and sorted", setName: "first", setSort: -5, hasSort: true, wantName: "first"},
 	} {
@@ -140,12 +142,13 @@ func TestTrackNames(t *testing.T) {
 			})
 			evs := tracecheck.Read(t, path)
 			names, sorts := meta(evs, "thread_name"), meta(evs, "thread_sort_index")
-			want := tc.wantName
-			if strings.Contains(want, "%d") {
-				want = strings.ReplaceAll(want, "%d", uintString(gid))
+			if tc.wantName == "" {
+				assert.NotContains(t, names, gid, "an unnamed span track stays so: goruntime never makes up a name that could win over the program's")
+				assert.Equal(t, "goroutine "+uintString(gid)+" (runtime)", names[runtimeTid(gid)], "runtime track")
+			} else {
+				assert.Equal(t, tc.wantName, names[gid], "span track")
+				assert.Equal(t, tc.wantName+" (runtime)", names[runtimeTid(gid)], "runtime track")
 			}
-			assert.Equal(t, want, names[gid], "span track")
-			assert.Equal(t, want+" (runtime)", names[runtimeTid(gid)], "runtime track")
 			wantSort := float64(gid)
 			if tc.hasSort {
 				wantSort = float64(tc.setSort)
@@ -299,4 +302,57 @@ func TestDrops(t *testing.T) {
 	require.NoError(t, tr.Close())
 	evs := tracecheck.Read(t, path)
 	assert.NotEmpty(t, tracecheck.Named(evs, "goruntime.dropped"), "the drops are in the file")
+}
+
+// TestTrackOrder checks that each goroutine's runtime track is next to its
+// span track in chrome://tracing's order, which is (from catapult's
+// Thread.compare) by sort index, then named tracks by name, then tid;
+// Perfetto sorts by the same sort index (its thread_sort_index_hint). A
+// named pair has the span track first; an unnamed span track comes after
+// its named runtime track.
+func TestTrackOrder(t *testing.T) {
+	path := traced(t, nil, busyWork)
+	evs := tracecheck.Read(t, path)
+	names, sorts := meta(evs, "thread_name"), meta(evs, "thread_sort_index")
+	type track struct {
+		tid  uint64
+		sort float64
+		name string
+	}
+	var tracks []track
+	for tid := range tracecheck.Tracks(t, evs) {
+		s, _ := sorts[tid].(float64)
+		n, _ := names[tid].(string)
+		tracks = append(tracks, track{tid, s, n})
+	}
+	slices.SortFunc(tracks, func(a, b track) int {
+		named := func(t track) int { // named first
+			if t.name == "" {
+				return 1
+			}
+			return 0
+		}
+		return cmp.Or(cmp.Compare(a.sort, b.sort), cmp.Compare(named(a), named(b)), cmp.Compare(a.name, b.name), cmp.Compare(a.tid, b.tid))
+	})
+	pos := map[uint64]int{}
+	for i, tr := range tracks {
+		pos[tr.tid] = i
+	}
+	namedPairs := 0
+	for _, tr := range tracks {
+		if tr.tid&runtimeTidBit == 0 || tr.tid >= gcTid {
+			continue
+		}
+		span, ok := pos[tr.tid&^runtimeTidBit]
+		if !ok {
+			continue // a goroutine with states and no span (it was named)
+		}
+		if names[tr.tid&^runtimeTidBit] != nil {
+			assert.Equal(t, span+1, pos[tr.tid], "%q right after its span track", tr.name)
+			namedPairs++
+		} else {
+			assert.Equal(t, span-1, pos[tr.tid], "%q right before its unnamed span track", tr.name)
+		}
+	}
+	assert.Equal(t, 4, namedPairs, "the four workers")
 }

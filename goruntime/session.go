@@ -177,14 +177,16 @@ func lastTs(buf []byte) []byte {
 
 // appendTracks appends the metadata of goroutine gid's two tracks: its
 // span track and its runtime track, named alike ("worker 3" and "worker 3
-// (runtime)", or "goroutine 7" when the program gave no name) and given
-// the same sort index (the program's, or the goroutine id), so that the
-// pair sort together in both viewers: chrome://tracing orders tracks by
+// (runtime)"; "goroutine 7 (runtime)" when the program gave no name) and
+// given the same sort index (the program's, or the goroutine id), so that
+// the pair sort together in both viewers: chrome://tracing orders tracks by
 // sort index, then name; Perfetto by its sort index hint.
 //
-// Convert, whose output is merged with span traces that name their own
-// goroutines, leaves the span track alone (spanTrack false): a name it
-// wrote there could win over the program's.
+// The span track is named only with the program's own name, never with a
+// made-up one: a name the program set before Start and that was flushed
+// before it is unknown here, and a later "goroutine 7" would win over it.
+// Convert, whose output is merged with span traces that sort their own
+// goroutines, leaves the span track alone (spanTrack false).
 func appendTracks(b []byte, pid int, gid uint64, u *userTrack, spanTrack bool) []byte {
 	name := u.name
 	if !u.hasName {
@@ -197,7 +199,9 @@ func appendTracks(b []byte, pid int, gid uint64, u *userTrack, spanTrack bool) [
 	b = appendMeta(b, pid, "thread_name", runtimeTid(gid), name+" (runtime)", 0, false)
 	b = appendMeta(b, pid, "thread_sort_index", runtimeTid(gid), "", sort, true)
 	if spanTrack {
-		b = appendMeta(b, pid, "thread_name", gid, name, 0, false)
+		if u.hasName {
+			b = appendMeta(b, pid, "thread_name", gid, name, 0, false)
+		}
 		b = appendMeta(b, pid, "thread_sort_index", gid, "", sort, true)
 	}
 	return b
