@@ -39,7 +39,7 @@ func main() {
 func run(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("import-go", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	out := fs.String("o", "", "write the trace to `FILE` (default: TRACE with .json added)")
+	out := fs.String("o", "", "write the trace to `FILE` (default: TRACE with .out replaced by, or else followed by, .json)")
 	align := fs.String("align", "", "take pid and ts 0 from the span trace `FILE` of the same process")
 	minState := fs.Duration("min-state", goruntime.DefaultMinState, "leave out goroutine states shorter than this")
 	pid := fs.Int("pid", 0, "the pid to write (default: the aligned trace's, or 1)")
