@@ -63,13 +63,14 @@ type cachedString struct {
 
 // appendCached appends the string held by s (its n and p) as JSON.
 func (e *encoder) appendCached(b []byte, s *slot) []byte {
-	if s.n > maxCachedBytes {
+	n := uint64(uint32(s.n)) // a span start keeps its token above
+	if n > maxCachedBytes {
 		return appendString(b, s.str())
 	}
-	c := &e.cache[(uintptr(unsafe.Pointer(s.p))>>3^uintptr(s.n))%nameCacheSize]
-	if c.p != s.p || c.n != s.n || c.esc == nil {
+	c := &e.cache[(uintptr(unsafe.Pointer(s.p))>>3^uintptr(n))%nameCacheSize]
+	if c.p != s.p || c.n != n || c.esc == nil {
 		c.esc = appendString(c.esc[:0], s.str())
-		c.p, c.n = s.p, s.n
+		c.p, c.n = s.p, n
 	}
 	return append(b, c.esc...)
 }

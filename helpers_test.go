@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/gotracer/tracer/internal/tracecheck"
@@ -65,4 +67,35 @@ func readFile(t testing.TB, path string) string {
 	data, err := os.ReadFile(path)
 	require.NoError(t, err)
 	return string(data)
+}
+
+// errorLog collects what the error handler is given.
+type errorLog struct {
+	mu   sync.Mutex
+	errs []error
+}
+
+func (l *errorLog) handle(err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.errs = append(l.errs, err)
+}
+
+func (l *errorLog) len() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.errs)
+}
+
+// matching returns the reported errors whose text holds sub.
+func (l *errorLog) matching(sub string) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for _, err := range l.errs {
+		if strings.Contains(err.Error(), sub) {
+			out = append(out, err.Error())
+		}
+	}
+	return out
 }

@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -36,24 +35,6 @@ func (w *flakyWriter) Write(p []byte) (int, error) {
 		return len(p) / 2, fmt.Errorf("short write")
 	}
 	return 0, fmt.Errorf("write failed")
-}
-
-// errorLog collects what the error handler is given.
-type errorLog struct {
-	mu   sync.Mutex
-	errs []error
-}
-
-func (l *errorLog) handle(err error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.errs = append(l.errs, err)
-}
-
-func (l *errorLog) len() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return len(l.errs)
 }
 
 // faultWorkload records spans that cross flushes, so that failed writes

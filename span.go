@@ -26,10 +26,17 @@ func nop(...Arg) {}
 // they began: a span still open when one begun before it ends cannot be
 // drawn nested, and is not written (counted in Stats.Forgotten and
 // reported once to the error handler) unless its begin event was already
-// written, in which case it ends with the outer span. Call the returned
-// function once, on the goroutine that started the span. Any number of
-// spans may be open at once, up to a million, at about 150 bytes each in
-// the flusher while they are open. A span that ends within a flush
+// written, in which case it ends with the outer span.
+//
+// Call the returned function once, on the goroutine that started the
+// span. A second call (a deferred end after an early one on an error
+// path), a call on another goroutine, or a call after the span was
+// forgotten ends nothing: it is counted in Stats.Unmatched and reported
+// once to the error handler, and no other span is touched. A span never
+// ended is written with its start and no end, and Close reports it.
+//
+// Any number of spans may be open at once, up to a million, at about 200
+// bytes each while they are open. A span that ends within a flush
 // interval is written as one complete ("X") event; one still open when a
 // flush comes and older than the flush interval is written as a begin
 // ("B") event at once and an end ("E") event later, so a crash in the

@@ -73,6 +73,7 @@ type Tracer struct {
 	lateDrops  atomic.Uint64                  // events refused because the tracer was closed
 	dropped    atomic.Uint64                  // events dropped: full buffers on a stalled sink
 	refused    atomic.Uint64                  // events and counter series refused: see refuse
+	unmatched  atomic.Uint64                  // span ends that ended nothing: see spantoken.go
 	refusal    refusal
 	kept       keptEnds // span ends that found no room: see keepEnd
 	lanes      atomic.Pointer[lanes]
@@ -100,7 +101,7 @@ type Stats struct {
 	Late       uint64 // events recorded after Close began, never written
 	SinkErrors uint64 // failed writes; their events are in Lost
 	Lost       uint64 // events encoded but lost because the sink failed
-	Unmatched  uint64 // span ends that matched no open span of their goroutine
+	Unmatched  uint64 // span end calls that ended nothing: a second call, a call on another goroutine, or the end of a forgotten span (see Span)
 	Forgotten  uint64 // open spans not written: ended out of order, or past the bound on open spans (see Span)
 	Refused    uint64 // events and counter series left out because no viewer can show them (see Counter)
 

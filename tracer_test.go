@@ -476,43 +476,6 @@ func TestGoroutineIDMatchesRuntime(t *testing.T) {
 	wg.Wait()
 }
 
-// TestReusedTokenEndsTheRightSpan: span end functions are tokens of their
-// lane, reused after tokenSlots spans, so a new span can get the token of
-// one that is still open. The end of the old span, recorded right after
-// the start of the new one by another goroutine, must not be taken for the
-// new span's.
-func TestReusedTokenEndsTheRightSpan(t *testing.T) {
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1)) // one P, one lane
-	tr, path := newTestTracer(t, WithFlushInterval(10*time.Second))
-	endA := tr.Span("A") // token 0
-	for i := 0; i < tokenSlots-1; i++ {
-		tr.Span("fill")()
-	}
-	require.NoError(t, tr.Flush()) // the next span gets token 0 again
-	started, endB, ended := make(chan struct{}), make(chan struct{}), make(chan struct{})
-	go func() { // B gets token 0, on another goroutine
-		end := tr.Span("B")
-		close(started)
-		<-endB
-		end()
-		close(ended)
-	}()
-	<-started
-	endA() // the end of A, carrying token 0
-	require.NoError(t, tr.Flush())
-	close(endB)
-	<-ended
-	require.NoError(t, tr.Close())
-
-	evs := readClosed(t, path)
-	checkTracks(t, evs)
-	a, b := find(t, evs, "X", "A"), find(t, evs, "X", "B")
-	assert.NotEqual(t, a.Tid, b.Tid)
-	assert.Less(t, a.Ts, b.Ts)
-	assert.Greater(t, b.Ts+b.Dur, a.Ts+a.Dur, "B ends after A")
-	assert.Zero(t, tr.Stats().Unmatched)
-}
-
 // TestDefaultLifecycle is issue 11 item 5: closing the default tracer
 // clears it, so Start works again, and SetDefault refuses a closed tracer.
 func TestDefaultLifecycle(t *testing.T) {
