@@ -290,6 +290,9 @@ func (e *encoder) appendArgs(b []byte, as, more []slot) []byte {
 				b = append(b, '"')
 				b = time.Unix(0, int64(a.num)).UTC().AppendFormat(b, time.RFC3339Nano)
 				b = append(b, '"')
+			case argStringer:
+				i++
+				b = appendString(b, callString(stringer(a.num, as[i].p)))
 			}
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -384,4 +385,52 @@ func TestArgConstructors(t *testing.T) {
 	tr2, _ := newTestTracer(t)
 	d, now := Duration("took", time.Second), Time("at", at)
 	assert.Zero(t, testing.AllocsPerRun(1000, func() { tr2.Instant("x", d, now) }))
+}
+
+// countingStringer counts its String calls; a nil one panics, as a method
+// on a nil pointer does.
+type countingStringer struct {
+	text  string
+	calls atomic.Int32
+}
+
+func (c *countingStringer) String() string {
+	c.calls.Add(1)
+	return c.text
+}
+
+// panicky's String method panics.
+type panicky struct{}
+
+func (panicky) String() string { panic("no text") }
+
+// TestStringerArg: Stringer is formatted by the flusher, only when the
+// event is recorded, and a nil or panicking Stringer gives the text fmt
+// would (issue 11 item 2).
+func TestStringerArg(t *testing.T) {
+	var log errorLog
+	tr, path := newTestTracer(t, WithCategories("on"), WithErrorHandler(log.handle))
+	addr, skipped := &countingStringer{text: "10.0.0.1:443 \"quoted\""}, &countingStringer{text: "never"}
+	var nilPtr *countingStringer
+	tr.Span("dial", Stringer("addr", addr), Stringer("nil", nil), Stringer("nil pointer", nilPtr), Stringer("panics", panicky{}))()
+	tr.Instant("filtered", Category("off"), Stringer("x", skipped))
+	tr.Counter("load", Stringer("x", skipped))
+	require.NoError(t, tr.Close())
+
+	assert.Equal(t, map[string]any{
+		"addr": "10.0.0.1:443 \"quoted\"", "nil": "<nil>", "nil pointer": "<nil>",
+		"panics": "%!v(PANIC=String method: no text)",
+	}, find(t, readClosed(t, path), "X", "dial").Args)
+	assert.Equal(t, int32(1), addr.calls.Load(), "called once, by the flusher")
+	assert.Zero(t, skipped.calls.Load(), "not called for an event not recorded")
+	assert.Equal(t, uint64(2), tr.Stats().Refused, "a counter series must be a number: the series, and the counter left with none")
+
+	off := &countingStringer{text: "off"}
+	Span("no default tracer", Stringer("x", off))()
+	assert.Zero(t, off.calls.Load())
+	if raceEnabled {
+		return
+	}
+	tr2, _ := newTestTracer(t)
+	assert.Zero(t, testing.AllocsPerRun(1000, func() { tr2.Instant("x", Stringer("addr", addr)) }))
 }

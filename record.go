@@ -126,6 +126,8 @@ func argSlots(args []Arg) uint64 {
 			if args[i].str != "" {
 				n++
 			}
+		case argStringer:
+			n += 2
 		default:
 			n++
 		}
@@ -145,7 +147,7 @@ func putArgs(s []slot, args []Arg) {
 		d.num, d.meta = a.num, uint64(a.kind)
 		d.setStr(a.key)
 		i++
-		if a.kind == argString && a.str != "" {
+		if a.kind == argString && a.str != "" || a.kind == argStringer {
 			d.meta |= metaHasValue
 			s[i].setStr(a.str)
 			i++
