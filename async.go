@@ -54,7 +54,7 @@ func (a Async) trackFlag() int {
 }
 
 // AsyncBegin begins an async operation with a new process-unique id.
-// Category and Scope args apply to all of its events; those given to its
+// Category and Namespace args apply to all of its events; those given to its
 // later events are ignored.
 func AsyncBegin(name string, args ...Arg) Async {
 	return loadStd().asyncBegin(0, name, args)
@@ -104,7 +104,7 @@ func (t *Tracer) asyncBegin(id uint64, name string, args []Arg) Async {
 func (a Async) ID() uint64 { return a.id }
 
 // Begin begins a child operation nested in a: it shares a's id and
-// category (Category and Scope args are ignored), and must end before a
+// category (Category and Namespace args are ignored), and must end before a
 // does. Children may begin and end on any
 // goroutine, and may overlap: a child that begins while a sibling is still
 // open is drawn on a track of its own rather than nested in a (see
@@ -147,7 +147,7 @@ func (a Async) Instant(name string, args ...Arg) {
 
 // End ends the operation. The end event carries the operation's name,
 // category and id, which is how the viewers pair it with its begin:
-// Category and Scope args are ignored, and the end is recorded even if
+// Category and Namespace args are ignored, and the end is recorded even if
 // the operation's category was switched off since it began.
 func (a Async) End(args ...Arg) {
 	if a.t != nil {

@@ -135,9 +135,9 @@ func (e *encoder) event(h *slot, rest []slot) {
 		b = appendAsyncID(b, x)
 		b = appendScope(b, x)
 		e.buf = e.appendTail(b, h, rest)
-	case kindFlowStart, kindFlowStep, kindFlowEnd:
+	case kindFlowBegin, kindFlowStep, kindFlowEnd:
 		x := &rest[0]
-		b = e.appendHead(b, h, rest, flowPhase[h.kind()-kindFlowStart], h.at())
+		b = e.appendHead(b, h, rest, flowPhase[h.kind()-kindFlowBegin], h.at())
 		b = e.appendIDs(b, h.gid())
 		b = append(b, `,"id":`...)
 		b = strconv.AppendUint(b, x.num, 10)

@@ -102,7 +102,7 @@ func TestAsyncAcrossGoroutines(t *testing.T) {
 			<-done
 		}()
 	}
-	custom := tr.AsyncBeginID(0xabc, "request", Scope("http"))
+	custom := tr.AsyncBeginID(0xabc, "request", Namespace("http"))
 	custom.End()
 	wg.Wait()
 	require.NoError(t, tr.Close())
@@ -116,7 +116,7 @@ func TestAsyncAcrossGoroutines(t *testing.T) {
 
 func TestAsyncScopeField(t *testing.T) {
 	tr, path := newTestTracer(t)
-	tr.AsyncBeginID(7, "request", Scope("http"), Int("n", 1)).End()
+	tr.AsyncBeginID(7, "request", Namespace("http"), Int("n", 1)).End()
 	require.NoError(t, tr.Close())
 	data := readFile(t, path)
 	assert.Contains(t, data, `"id2":{"local":"http:0x7"},"scope":"http","args":{"n":1}`)
@@ -160,7 +160,7 @@ func TestFlowsBindToEnclosingSpans(t *testing.T) {
 	}()
 	for i := 0; i < 20; i++ {
 		end := tr.Span("produce", Int("i", i))
-		queue <- job{tr.FlowStart("job", Category("pipeline"))}
+		queue <- job{tr.FlowBegin("job", Category("pipeline"))}
 		end()
 	}
 	close(queue)
@@ -214,7 +214,7 @@ func TestCategoriesFilter(t *testing.T) {
 	tr.Instant("hit", cache)
 	tr.Counter("entries", cache, Int("n", 1))
 	tr.AsyncBegin("fill", cache).End()
-	tr.FlowStart("load", cache).End()
+	tr.FlowBegin("load", cache).End()
 	tr.Span("uncategorised")()
 	require.Zero(t, testing.AllocsPerRun(100, func() { tr.Span("lookup", cache)() }))
 
@@ -251,12 +251,12 @@ func TestEventKindsZeroAllocs(t *testing.T) {
 	cases := map[string]func(){
 		"Counter":            func() { tr.Counter("c", Int("a", 1), Float64("b", 2)) },
 		"Async":              func() { a := tr.AsyncBegin("a", cat); a.Instant("n"); a.End() },
-		"Flow":               func() { f := tr.FlowStart("f", cat); f.Step(); f.End() },
+		"Flow":               func() { f := tr.FlowBegin("f", cat); f.Step(); f.End() },
 		"SpanCategory4Args":  func() { tr.Span("s", cat, Int("a", 1), String("b", "x"), Bool("c", true), Float64("d", 1))() },
 		"InstantGlobal":      func() { tr.InstantGlobal("g", cat) },
 		"PackageCounterOff":  func() { Counter("c", Int("a", 1)) },
 		"PackageAsyncOff":    func() { AsyncBegin("a").End() },
-		"PackageFlowOff":     func() { FlowStart("f").End() },
+		"PackageFlowOff":     func() { FlowBegin("f").End() },
 		"PackageCategoryOff": func() { defer Span("s", cat)() },
 	}
 	for name, f := range cases {
@@ -305,7 +305,7 @@ func TestAsyncKeepsItsCategory(t *testing.T) {
 	tr, path := newTestTracer(t)
 	db := Category("db")
 	op := tr.AsyncBegin("query", db)
-	flow := tr.FlowStart("handoff", db)
+	flow := tr.FlowBegin("handoff", db)
 	require.NoError(t, tr.SetCategories("other")) // db is off from now on
 	assert.Equal(t, Async{}, tr.AsyncBegin("not recorded", db))
 	end := tr.Span("receiver")
@@ -336,7 +336,7 @@ func TestArgsAtSpanEnd(t *testing.T) {
 		end := tr.Span("request", String("route", "/items"))
 		end(Int("status", 404), Int("bytes", 12), Category("ignored"))
 	}()
-	long := tr.Begin("upload", Int("parts", 3))
+	long := tr.LongSpan("upload", Int("parts", 3))
 	long(Bool("ok", true))
 	func() { defer tr.Span("plain")() }()
 	require.NoError(t, tr.Close())

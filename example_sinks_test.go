@@ -28,9 +28,9 @@ func names(trace []byte, ph string) []string {
 }
 
 // A trace can go to any io.Writer: standard output, a connection, a buffer.
-func ExampleNewWriter() {
+func ExampleNewWithWriter() {
 	var buf bytes.Buffer
-	t, err := tracer.NewWriter(&buf)
+	t, err := tracer.NewWithWriter(&buf)
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -35,7 +35,7 @@ func events(trace []byte) []string {
 
 func newBufferTracer() (*tracer.Tracer, *bytes.Buffer) {
 	var buf bytes.Buffer
-	t, err := tracer.NewWriter(&buf)
+	t, err := tracer.NewWithWriter(&buf)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -61,11 +61,11 @@ func ExampleSpan() {
 	// Output: X decode
 }
 
-// Begin writes its start at once, for work that must show up in the
+// LongSpan writes its start at once, for work that must show up in the
 // trace even if the process dies before it ends.
-func ExampleBegin() {
+func ExampleLongSpan() {
 	t, buf := newBufferTracer()
-	end := t.Begin("migration", tracer.String("table", "users"))
+	end := t.LongSpan("migration", tracer.String("table", "users"))
 	end()
 	closeAndPrint(t, buf)
 	// Output:
@@ -105,12 +105,12 @@ func ExampleAsyncBegin() {
 
 // A flow draws an arrow from the span that queued a job to the span that
 // ran it.
-func ExampleFlowStart() {
+func ExampleFlowBegin() {
 	t, buf := newBufferTracer()
 	jobs := make(chan tracer.Flow, 1)
 	func() {
 		defer t.Span("enqueue")()
-		jobs <- t.FlowStart("job")
+		jobs <- t.FlowBegin("job")
 	}()
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -131,7 +131,7 @@ func ExampleFlowStart() {
 // Categories group events, and only the enabled ones are recorded.
 func ExampleCategory() {
 	var buf bytes.Buffer
-	t, err := tracer.NewWriter(&buf, tracer.WithCategories("db"))
+	t, err := tracer.NewWithWriter(&buf, tracer.WithCategories("db"))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -154,7 +154,7 @@ func ExampleContextWithFlow() {
 	t, buf := newBufferTracer()
 	ctx := context.Background()
 	end := t.Span("enqueue")
-	ctx = tracer.ContextWithFlow(ctx, t.FlowStart("job"))
+	ctx = tracer.ContextWithFlow(ctx, t.FlowBegin("job"))
 	end()
 
 	done := make(chan struct{})

@@ -143,9 +143,9 @@ func recordEveryKind(tr *Tracer) (open func(...Arg)) {
 				b.Begin("inner").End()
 				a.End()
 				b.End()
-				f := tr.FlowStart("handoff", cat)
+				f := tr.FlowBegin("handoff", cat)
 				tr.Span("step", cat)()
-				tr.Begin("eager")()
+				tr.LongSpan("eager")()
 				tr.Instant("mark", Float64("nan", 0))
 				tr.Counter("queue", Int("depth", i), Float64("load", float64(i)/7), Uint64("total", math.MaxUint64-uint64(i)))
 				tr.Counter("refused", String("not a number", "x")) // Perfetto would refuse the file
@@ -155,8 +155,8 @@ func recordEveryKind(tr *Tracer) (open func(...Arg)) {
 				job.End(Bool("ok", true))
 				tr.AsyncBegin("no category", Int("i", i)).End() // chrome://tracing needs a "cat"
 				// The same id in two scopes, overlapping: two operations.
-				db := tr.AsyncBeginID(uint64(w*1000+i), "query", cat, Scope("db"))
-				http := tr.AsyncBeginID(uint64(w*1000+i), "call", cat, Scope("http"))
+				db := tr.AsyncBeginID(uint64(w*1000+i), "query", cat, Namespace("db"))
+				http := tr.AsyncBeginID(uint64(w*1000+i), "call", cat, Namespace("http"))
 				db.End()
 				http.End()
 				end()
@@ -267,7 +267,7 @@ func TestFilesLoadInBothViewers(t *testing.T) {
 	require.NoError(t, r.Close())
 
 	var stream bytes.Buffer
-	tr, err := NewWriter(&stream)
+	tr, err := NewWithWriter(&stream)
 	require.NoError(t, err)
 	recordEveryKind(tr)()
 	require.NoError(t, tr.Close())

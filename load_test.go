@@ -174,7 +174,7 @@ func TestGOMAXPROCSChurn(t *testing.T) {
 				if seq%3 == 0 {
 					runtime.Gosched()
 				}
-				tr.Begin("inner", id)()
+				tr.LongSpan("inner", id)()
 				outer()
 			}
 		}()

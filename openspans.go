@@ -92,7 +92,7 @@ func (o *openSpans) release(gid uint64, s *[]openSpan) {
 	}
 }
 
-// push records a start whose end is not in sight. An eager start (Begin)
+// push records a start whose end is not in sight. An eager start (LongSpan)
 // is written as B at once, after the open spans below it.
 func (f *flusher) push(h *slot, rest []slot, token uint64) {
 	s := f.open.stack(h.gid(), true)
@@ -243,8 +243,12 @@ func (f *flusher) reportNeverEnded() {
 		}
 	}
 	f.t.refusal.keep(misuseNeverEnded, func() error {
-		return fmt.Errorf("tracer: %d spans were still open at Close, among them %q on goroutine %d: "+
-			"they are written with their start and no end, so they last to the end of the trace "+
-			"(an end function not called, or Close while they ran)", f.open.count, name, gid)
+		what := fmt.Sprintf("%d spans were", f.open.count)
+		if f.open.count == 1 {
+			what = "1 span was"
+		}
+		return fmt.Errorf("tracer: %s still open at Close, among them %q on goroutine %d: "+
+			"written with their start and no end, they last to the end of the trace "+
+			"(an end function not called, or Close while they ran)", what, name, gid)
 	})
 }

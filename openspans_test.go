@@ -80,8 +80,8 @@ func TestOutOfOrderEnds(t *testing.T) {
 	})
 	t.Run("B written", func(t *testing.T) {
 		tr, path := newTestTracer(t)
-		outer := tr.Begin("outer")
-		inner := tr.Begin("inner") // Begin writes its B at once
+		outer := tr.LongSpan("outer")
+		inner := tr.LongSpan("inner") // LongSpan writes its B at once
 		outer()
 		inner()
 		require.NoError(t, tr.Close())

@@ -19,7 +19,7 @@ const (
 	kindAsyncBegin                   // b, async id in the extra slot
 	kindAsyncInstant                 // n
 	kindAsyncEnd                     // e
-	kindFlowStart                    // s, flow id in the extra slot
+	kindFlowBegin                    // s, flow id in the extra slot
 	kindFlowStep                     // t
 	kindFlowEnd                      // f, bound to the enclosing slice
 )
@@ -114,7 +114,7 @@ func (cs catScope) from(args []Arg) catScope {
 }
 
 // argSlots returns the slots args take: one each, one more for a
-// non-empty string value, none for Category and Scope, which the extra
+// non-empty string value, none for Category and Namespace, which the extra
 // slot holds, and none for the zero Arg, which is ignored.
 func argSlots(args []Arg) uint64 {
 	n := uint64(0)

@@ -104,7 +104,7 @@ type lanes []*lane
 // buffer on a stalled sink, which it counts). cs holds the category and
 // scope ids of async and flow events, which their handle carries (and
 // whose category was checked when it was made); other events take them
-// from their Category and Scope args, a span's end none.
+// from their Category and Namespace args, a span's end none.
 func (t *Tracer) record(k kind, flags uint8, cs catScope, name string, id uint64, args []Arg) func(...Arg) {
 	if !t.recording.Load() {
 		t.lateDrops.Inc()

@@ -43,7 +43,7 @@ func (w *flakyWriter) Write(p []byte) (int, error) {
 func faultWorkload(t *testing.T, tr *Tracer, rounds int) {
 	tr.SetGoroutineName("worker")
 	for i := 0; i < rounds; i++ {
-		outer := tr.Begin("outer", Int("i", i))
+		outer := tr.LongSpan("outer", Int("i", i))
 		tr.Flush() // errors go to the handler
 		for j := 0; j < 20; j++ {
 			tr.Span("inner", Int("j", j))()
@@ -86,7 +86,7 @@ func TestFailingWriter(t *testing.T) {
 			if tt.gzip {
 				opts = append(opts, WithGzip(1))
 			}
-			tr, err := NewWriter(w, opts...)
+			tr, err := NewWithWriter(w, opts...)
 			require.NoError(t, err)
 			faultWorkload(t, tr, 30)
 			tr.Close()
@@ -129,12 +129,12 @@ func TestFailingWriter(t *testing.T) {
 // not orphaned.
 func TestFailedWriteWritesBeginsAgain(t *testing.T) {
 	w := &flakyWriter{}
-	tr, err := NewWriter(w, WithErrorHandler(func(error) {}), WithFlushInterval(10*time.Second))
+	tr, err := NewWithWriter(w, WithErrorHandler(func(error) {}), WithFlushInterval(10*time.Second))
 	require.NoError(t, err)
 	require.NoError(t, tr.Flush()) // nothing to write: w.calls stays 1
-	end := tr.Begin("lost B")
+	end := tr.LongSpan("lost B")
 	require.NoError(t, tr.Flush()) // call 2: the B goes out
-	end2 := tr.Begin("B in a failed write")
+	end2 := tr.LongSpan("B in a failed write")
 	require.Error(t, tr.Flush()) // call 3 fails
 	time.Sleep(2 * time.Millisecond)
 	end2()
@@ -195,7 +195,7 @@ func TestDefaultErrorHandlerPrintsOnce(t *testing.T) {
 	os.Stderr = w
 	defer func() { os.Stderr = stderr }()
 
-	tr, err := NewWriter(&flakyWriter{}, WithFlushInterval(10*time.Second))
+	tr, err := NewWithWriter(&flakyWriter{}, WithFlushInterval(10*time.Second))
 	require.NoError(t, err)
 	for i := 0; i < 30; i++ {
 		tr.Instant("x")
@@ -297,9 +297,9 @@ func TestPartialWriteIsNotWrittenTwice(t *testing.T) {
 			if gz {
 				opts = append(opts, WithGzip(1))
 			}
-			tr, err := NewWriter(w, opts...)
+			tr, err := NewWithWriter(w, opts...)
 			require.NoError(t, err)
-			end := tr.Begin("cut")
+			end := tr.LongSpan("cut")
 			require.Error(t, tr.Flush()) // write 2, cut inside the B
 			end()
 			require.NoError(t, tr.Close())

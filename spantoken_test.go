@@ -156,7 +156,7 @@ func TestNeverEndedSpanReported(t *testing.T) {
 	find(t, evs, "X", "ended")
 	got := log.matching("still open at Close")
 	require.Len(t, got, 1, "%v", log.errs)
-	assert.Contains(t, got[0], `1 spans were still open at Close, among them "forgot the ()"`)
+	assert.Contains(t, got[0], `1 span was still open at Close, among them "forgot the ()"`)
 }
 
 // TestManySpansHeldOnOneP: more spans open at once on one P than a block

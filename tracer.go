@@ -119,7 +119,7 @@ type Stats struct {
 // line written (as on a full disk).
 //
 // A path ending in ".gz" is gzipped (see WithGzip), and WithMaxFileSize
-// rotates the file. NewWriter writes to any io.Writer instead. A path may
+// rotates the file. NewWithWriter writes to any io.Writer instead. A path may
 // name a named pipe: New waits for a process to open it for reading at
 // most the stop timeout (WithStopTimeout).
 func New(path string, opts ...Option) (*Tracer, error) {
