@@ -29,6 +29,8 @@ func readStrict(t testing.TB, path string) []event {
 	data, err := os.ReadFile(path)
 	require.NoError(t, err)
 	require.True(t, utf8.Valid(data), "the file must be valid UTF-8")
+	parseClosed(t, data) // strict, in the form it has
+	data = asArray(data)
 	require.True(t, bytes.HasPrefix(data, []byte("[\n{\"")), "file must start with [ and an event: %.40q", data)
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()

@@ -59,6 +59,7 @@ func faultWorkload(t *testing.T, tr *Tracer, rounds int) {
 // parseStream parses a trace that may lack its end.
 func parseStream(t testing.TB, data []byte) []event {
 	t.Helper()
+	data = asArray(data)
 	if bytes.HasSuffix(data, []byte("}\n]\n")) {
 		data = append(bytes.TrimSuffix(data, []byte("\n]\n")), ",\n"...)
 	}
