@@ -181,4 +181,11 @@
 // interval old, 100ms by default). [Tracer.Close], or [Stop], ends the array
 // so the file is also strict JSON. A path ending in ".gz" writes a gzip
 // file, and [WithMaxFileSize] rotates it; both keep this property.
+//
+// A plain file starts with spaces before its "[", and Close turns them into
+// the head of the JSON object form, {"displayTimeUnit":"ns","traceEvents":
+// [...]}: in its default unit chrome://tracing draws spans shorter than a
+// microsecond, back to back, as a staircase of nested slices, and only the
+// object form can change the unit. Gzip, rotated and streamed traces, and
+// files cut short, stay arrays.
 package tracer

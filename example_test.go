@@ -56,8 +56,8 @@ var (
 )
 
 // printEvents prints the lines of a trace that hold events, leaving out
-// the tracer's own ("[", the process metadata, the tracer.dropped counter,
-// "]") and the names of goroutines that recorded nothing in it (the
+// the tracer's own (the array's or object's head, the process metadata,
+// the tracer.dropped counter, the end) and the names of goroutines that recorded nothing in it (the
 // default tracer remembers the names that other tests in this binary set).
 func printEvents(trace []byte) { printLines(trace, false) }
 
@@ -74,7 +74,7 @@ func printLines(trace []byte, all bool) {
 	}
 	gids, ids := map[string]int{}, map[string]int{}
 	for _, l := range lines {
-		own := l == "[" || l == "]" || strings.Contains(l, `"name":"process_name"`) ||
+		own := l == "[" || l == "]" || l == "}" || strings.HasPrefix(l, `{"displayTimeUnit"`) || strings.Contains(l, `"name":"process_name"`) ||
 			strings.Contains(l, `"name":"tracer.dropped"`)
 		if own && !all {
 			continue
@@ -110,7 +110,9 @@ func number(seen map[string]int, s string) string {
 // A whole trace file. Its first event, the process's name, carries the
 // wall-clock time of ts 0 (ts0_wall), so that files of several processes
 // can be aligned; the tracer.dropped counter at its start and end says how
-// many events were dropped. Closed by Stop, the file is strict JSON.
+// many events were dropped. While the program runs the file is an array,
+// which both viewers open even cut short by a crash; Stop closes it as the
+// object that tells chrome://tracing to draw nanoseconds, and strict JSON.
 func Example() {
 	defer inTempDir()()
 
@@ -125,12 +127,13 @@ func Example() {
 	trace, _ := os.ReadFile("trace.json")
 	printFile(trace)
 	// Output:
-	// [
+	// {"displayTimeUnit":"ns","traceEvents":[
 	// {"name":"process_name","ph":"M","pid":P,"tid":0,"args":{"name":"server","ts0_wall":"W","ts0_unix_ns":U}},
 	// {"name":"tracer.dropped","ph":"C","ts":T,"pid":P,"args":{"events":0}},
 	// {"name":"decode","ph":"X","ts":T,"dur":D,"pid":P,"tid":G1,"args":{"bytes":512}},
 	// {"name":"tracer.dropped","ph":"C","ts":T,"pid":P,"args":{"events":0}}
 	// ]
+	// }
 }
 
 // The usual span measures the rest of the function that starts it. Spans
