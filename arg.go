@@ -28,7 +28,7 @@ const (
 // panel of Perfetto and chrome://tracing. Build one with String, Int, Int64,
 // Uint64, Float64, Bool, Err, Duration, Time or Stringer; the zero Arg is
 // ignored. An event keeps its
-// first 32 args: later ones, a Category or Scope among them, are ignored.
+// first 32 args: later ones, a Category or Namespace among them, are ignored.
 //
 // An Arg is a plain value: building one never allocates, and the tracer copies
 // it into its buffer, so the caller may reuse or discard it at once.
@@ -48,7 +48,10 @@ func Int(key string, value int) Arg { return Arg{key: key, num: uint64(value), k
 // Int64 returns an Arg holding a 64-bit integer value.
 func Int64(key string, value int64) Arg { return Arg{key: key, num: uint64(value), kind: argInt} }
 
-// Uint64 returns an Arg holding an unsigned 64-bit integer value.
+// Uint64 returns an Arg holding an unsigned 64-bit integer value. It is
+// written as the integer it is; Perfetto reads integers above
+// math.MaxInt64 as negative, so prefer Int64 where values fit. (A counter
+// series writes such a value as a float, which both viewers read.)
 func Uint64(key string, value uint64) Arg { return Arg{key: key, num: value, kind: argUint} }
 
 // Float64 returns an Arg holding a floating-point value. JSON has no NaN or

@@ -6,7 +6,7 @@ package tracer
 //
 // Flow events bind to spans by time: FlowBegin, Step and End each attach
 // to the innermost span that is open on the calling goroutine when they
-// are called (Span or Begin, "s", "t" and "f" with "bp":"e"). Call them
+// are called (Span or LongSpan, "s", "t" and "f" with "bp":"e"). Call them
 // inside a span. Called outside any span, a flow event has nothing to
 // attach to and the viewers do not draw that part of the arrow.
 //

@@ -65,7 +65,8 @@ func (t *Tracer) Span(name string, args ...Arg) func(...Arg) {
 // file from the next flush, so a trace read before it ends, or left by a
 // crash, shows it running from its start to the end of the trace. (Span
 // shows that too, but only once the span is older than the flush
-// interval.) Spans begun inside it are written the same way. It costs one
+// interval.) Spans still open inside it when its start is written become B and E
+// events too, so that B and E events nest in file order. It costs one
 // event more in the file than a short Span: a start and an end (B and E
 // events, the end repeating the name, which Chrome's DevTools needs).
 func LongSpan(name string, args ...Arg) func(...Arg) {
