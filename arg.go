@@ -1,8 +1,11 @@
 package tracer
 
 import (
+	"fmt"
 	"math"
+	"reflect"
 	"time"
+	"unsafe"
 )
 
 // argKind says which field of an Arg holds its value.
@@ -18,12 +21,14 @@ const (
 	argScope    // not an arg: an async or flow event's "scope", see Scope
 	argDuration // nanoseconds, written as text by the encoder: see Duration
 	argTime     // Unix nanoseconds, written as text by the encoder: see Time
+	argStringer // a fmt.Stringer, called by the encoder: see Stringer
 )
 
 // An Arg is one key/value pair attached to an event. It appears in the args
 // panel of Perfetto and chrome://tracing. Build one with String, Int, Int64,
-// Uint64, Float64 or Bool; the zero Arg is ignored. An event keeps its
-// first 32 args: later ones, a Category or Scope among them, are ignored.
+// Uint64, Float64, Bool, Err, Duration, Time or Stringer; the zero Arg is
+// ignored. An event keeps its
+// first 32 args: later ones, a Category or Namespace among them, are ignored.
 //
 // An Arg is a plain value: building one never allocates, and the tracer copies
 // it into its buffer, so the caller may reuse or discard it at once.
@@ -43,7 +48,10 @@ func Int(key string, value int) Arg { return Arg{key: key, num: uint64(value), k
 // Int64 returns an Arg holding a 64-bit integer value.
 func Int64(key string, value int64) Arg { return Arg{key: key, num: uint64(value), kind: argInt} }
 
-// Uint64 returns an Arg holding an unsigned 64-bit integer value.
+// Uint64 returns an Arg holding an unsigned 64-bit integer value. It is
+// written as the integer it is; Perfetto reads integers above
+// math.MaxInt64 as negative, so prefer Int64 where values fit. (A counter
+// series writes such a value as a float, which both viewers read.)
 func Uint64(key string, value uint64) Arg { return Arg{key: key, num: value, kind: argUint} }
 
 // Float64 returns an Arg holding a floating-point value. JSON has no NaN or
@@ -84,4 +92,55 @@ func Duration(key string, d time.Duration) Arg {
 // nanoseconds in UTC. The text is made by the flusher.
 func Time(key string, t time.Time) Arg {
 	return Arg{key: key, num: uint64(t.UnixNano()), kind: argTime}
+}
+
+// Stringer returns an Arg holding v, shown as the text v.String() returns.
+// String is called by the flusher, at the next flush, and only if the
+// event is recorded: tracing off, or a category filtered out, costs no
+// formatting. So v must be safe to call from another goroutine later, and
+// should not change meanwhile: ids, addresses, immutable values. A nil v
+// is shown as "<nil>", and a String method that panics as the panic's
+// text, the way fmt shows them.
+//
+// Go allocates when it makes an interface of a value that is not a
+// pointer (a struct, a string): pass a pointer to keep Stringer free.
+func Stringer(key string, v fmt.Stringer) Arg {
+	if v == nil {
+		return String(key, "<nil>")
+	}
+	w := (*iface)(unsafe.Pointer(&v))
+	// The method table goes in num, hidden from the garbage collector: it
+	// is never freed (the runtime allocates it outside the heap). The value
+	// goes in str's data pointer, which keeps it alive.
+	return Arg{key: key, num: uint64(uintptr(w.tab)), str: unsafe.String((*byte)(w.data), 0), kind: argStringer}
+}
+
+// iface is the layout of a non-empty interface value.
+type iface struct {
+	tab, data unsafe.Pointer
+}
+
+// stringer rebuilds the fmt.Stringer that Stringer took apart: its method
+// table from num, its value from p.
+func stringer(num uint64, p *byte) fmt.Stringer {
+	var v fmt.Stringer
+	w := (*iface)(unsafe.Pointer(&v))
+	*(*uint64)(unsafe.Pointer(&w.tab)) = num
+	w.data = unsafe.Pointer(p)
+	return v
+}
+
+// callString returns v.String(), or the text fmt shows when it panics: the
+// flusher must not die of a caller's String method.
+func callString(v fmt.Stringer) (s string) {
+	defer func() {
+		if r := recover(); r != nil {
+			if rv := reflect.ValueOf(v); rv.Kind() == reflect.Pointer && rv.IsNil() {
+				s = "<nil>" // as fmt shows a nil pointer whose method panics
+				return
+			}
+			s = fmt.Sprintf("%%!v(PANIC=String method: %v)", r)
+		}
+	}()
+	return v.String()
 }

@@ -54,7 +54,7 @@ func (a Async) trackFlag() int {
 }
 
 // AsyncBegin begins an async operation with a new process-unique id.
-// Category and Scope args apply to all of its events; those given to its
+// Category and Namespace args apply to all of its events; those given to its
 // later events are ignored.
 func AsyncBegin(name string, args ...Arg) Async {
 	return loadStd().asyncBegin(0, name, args)
@@ -62,7 +62,7 @@ func AsyncBegin(name string, args ...Arg) Async {
 
 // AsyncBeginID begins an async operation with an id the caller chose, for
 // example a request id; 0 means "choose one". Events with the same id and category belong to one
-// operation; give unrelated id spaces different categories or Scopes.
+// operation; give unrelated id spaces different categories or Namespaces.
 func AsyncBeginID(id uint64, name string, args ...Arg) Async {
 	return loadStd().asyncBegin(id, name, args)
 }
@@ -104,11 +104,11 @@ func (t *Tracer) asyncBegin(id uint64, name string, args []Arg) Async {
 func (a Async) ID() uint64 { return a.id }
 
 // Begin begins a child operation nested in a: it shares a's id and
-// category (Category and Scope args are ignored), and must end before a
-// does. Children may begin and end on any
-// goroutine, and may overlap: a child that begins while a sibling is still
-// open is drawn on a track of its own rather than nested in a (see
-// trackFlags).
+// category (Category and Namespace args are ignored), and must end before a
+// does. Children may begin and end on any goroutine, and may overlap: a
+// child that begins while a sibling is still open is drawn on a track of
+// its own, named after the operation's id and a number ("0x1.2a"), rather
+// than nested in a.
 func (a Async) Begin(name string, args ...Arg) Async {
 	if a.t == nil {
 		return Async{}
@@ -147,7 +147,7 @@ func (a Async) Instant(name string, args ...Arg) {
 
 // End ends the operation. The end event carries the operation's name,
 // category and id, which is how the viewers pair it with its begin:
-// Category and Scope args are ignored, and the end is recorded even if
+// Category and Namespace args are ignored, and the end is recorded even if
 // the operation's category was switched off since it began.
 func (a Async) End(args ...Arg) {
 	if a.t != nil {

@@ -35,17 +35,22 @@ import (
 // os.Getenv at start-up; the recording calls cost what they always do when
 // tracing is off.
 //
-// How the file ends. The tracer started this way also stops on SIGINT and
-// SIGTERM (StopOnSignal), which closes the file, and writes what was
-// recorded every flush interval. Go runs no hook when main returns or
-// os.Exit is called, so a program that simply ends leaves its file
+// How the file ends. The tracer started this way writes what was recorded
+// every flush interval, and changes nothing else in the program: in
+// particular it does not catch signals, because a program with its own
+// handler would then get each signal twice (see StopOnSignal). Go runs no
+// hook when main returns, os.Exit is called or a signal kills the
+// program, so a program that ends any of these ways leaves its file
 // unterminated, as after a kill: both viewers open it, and it holds every
 // event recorded up to the last flush, so at most the last flush interval
-// (100ms by default, TRACER_FLUSH to shorten it) is missing. For a complete,
-// closed file, add one line at the top of main, which does nothing when
-// tracing is off:
+// (100ms by default, TRACER_FLUSH to shorten it) is missing. For a
+// complete, closed file, add one line at the top of main, which does
+// nothing when tracing is off:
 //
 //	defer tracer.Stop()
+//
+// and, in a program that does not handle SIGINT and SIGTERM itself,
+// tracer.StopOnSignal().
 //
 // A program that calls Start itself gets ErrStarted while TRACER_FILE is
 // set, because the default tracer is already running: treat ErrStarted
@@ -73,18 +78,13 @@ func init() {
 }
 
 // startFromEnv starts the default tracer writing to path with the options
-// the environment (read through getenv) sets, and stops it on SIGINT and
-// SIGTERM.
+// the environment (read through getenv) sets.
 func startFromEnv(path string, getenv func(string) string) error {
 	opts, err := envOptions(getenv)
 	if err != nil {
 		return err
 	}
-	if err := Start(path, opts...); err != nil {
-		return err
-	}
-	StopOnSignal()
-	return nil
+	return Start(path, opts...)
 }
 
 // envOptions returns the options the TRACER_* variables other than

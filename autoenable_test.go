@@ -5,8 +5,10 @@ package tracer
 import (
 	"bufio"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -44,11 +46,20 @@ func TestAutoChild(t *testing.T) {
 		// exit, which no hook can catch.
 		time.Sleep(300 * time.Millisecond) // thirty flush intervals: margin for a loaded machine
 	case "signal":
-		defer Span("waiting for the signal")() // open when the signal comes: written as B by Stop
 		os.Stdout.WriteString("READY\n")
 		for {
 			time.Sleep(time.Millisecond)
 		}
+	case "own handler":
+		// A server's shutdown: its own handler, and a second signal would
+		// mean "exit now". It must get the one signal sent, once.
+		sigs := make(chan os.Signal, 4)
+		signal.Notify(sigs, syscall.SIGTERM)
+		os.Stdout.WriteString("READY\n")
+		<-sigs
+		Span("graceful shutdown")()
+		time.Sleep(300 * time.Millisecond)
+		fmt.Printf("SIGNALS %d\n", 1+len(sigs))
 	}
 }
 
@@ -63,7 +74,8 @@ func TestAutoEnable(t *testing.T) {
 	}{
 		{mode: "stop", closed: true},
 		{mode: "return", env: []string{EnvFlush + "=10ms"}},
-		{mode: "signal", closed: true, extra: "waiting for the signal"},
+		{mode: "signal", env: []string{EnvFlush + "=10ms"}},
+		{mode: "own handler", env: []string{EnvFlush + "=10ms"}, extra: "graceful shutdown"},
 		{mode: "stop", env: []string{EnvProcessName + "=auto child", EnvBuffer + "=1048576", EnvLossless + "=true"}, closed: true},
 	}
 	for _, tc := range tests {
@@ -72,18 +84,25 @@ func TestAutoEnable(t *testing.T) {
 			cmd := exec.Command(os.Args[0], "-test.run=^TestAutoChild$")
 			cmd.Env = append(os.Environ(), autoChildEnv+"="+tc.mode, EnvFile+"="+path)
 			cmd.Env = append(cmd.Env, tc.env...)
-			if tc.mode == "signal" {
+			if strings.HasPrefix(tc.mode, "signal") || tc.mode == "own handler" {
 				out, err := cmd.StdoutPipe()
 				require.NoError(t, err)
 				require.NoError(t, cmd.Start())
 				lines := bufio.NewScanner(out)
 				for lines.Scan() && lines.Text() != "READY" {
 				}
+				time.Sleep(200 * time.Millisecond) // flushes (TRACER_FLUSH=10ms) before the signal
 				require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
-				err = cmd.Wait()
-				var exit *exec.ExitError
-				require.True(t, errors.As(err, &exit), "the child must die of the signal: %v", err)
-				assert.Equal(t, syscall.SIGTERM, exit.Sys().(syscall.WaitStatus).Signal())
+				if tc.mode == "own handler" {
+					require.True(t, lines.Scan(), "the child reports the signals it got")
+					assert.Equal(t, "SIGNALS 1", lines.Text(), "tracing changes nothing in the program's signals")
+					require.NoError(t, cmd.Wait())
+				} else {
+					err = cmd.Wait()
+					var exit *exec.ExitError
+					require.True(t, errors.As(err, &exit), "the child must die of the signal: %v", err)
+					assert.Equal(t, syscall.SIGTERM, exit.Sys().(syscall.WaitStatus).Signal())
+				}
 			} else {
 				out, err := cmd.CombinedOutput()
 				require.NoError(t, err, "%s", out)
@@ -95,7 +114,7 @@ func TestAutoEnable(t *testing.T) {
 			} else {
 				data, err := os.ReadFile(path)
 				require.NoError(t, err)
-				require.False(t, strings.HasSuffix(strings.TrimSpace(string(data)), "]"), "a normal exit cannot close the file")
+				require.False(t, strings.HasSuffix(strings.TrimSpace(string(data)), "]"), "no hook can close the file on this exit")
 				evs = readCrashed(t, data)
 			}
 			checkTracks(t, evs)

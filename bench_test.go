@@ -116,7 +116,7 @@ func spanDisabledCategory() { defer Span("x", benchDisabled, Int("n", 7))() }
 func counterTwoSeries()     { Counter("queue", Int("depth", 3), Float64("load", 0.5)) }
 func instant()              { Instant("tick") }
 func asyncBeginEnd()        { AsyncBegin("job", benchCat).End() }
-func flowStartEnd()         { FlowStart("job", benchCat).End() }
+func flowBeginEnd()         { FlowBegin("job", benchCat).End() }
 func nestedThree() {
 	defer Span("a")()
 	defer Span("b")()
@@ -134,7 +134,7 @@ func BenchmarkEventKinds(b *testing.B) {
 		{"Counter2Series", counterTwoSeries},
 		{"Instant", instant},
 		{"AsyncBeginEnd", asyncBeginEnd},
-		{"FlowStartEnd", flowStartEnd},
+		{"FlowBeginEnd", flowBeginEnd},
 	} {
 		b.Run(bc.name+"/on", func(b *testing.B) { benchOn(b, bc.op) })
 		b.Run(bc.name+"/off", func(b *testing.B) { benchOff(b, bc.op) })
@@ -237,7 +237,7 @@ type flusherWriter interface {
 // nested spans, args and instants: about 10 MB of JSON.
 func workloadTrace(b *testing.B) []byte {
 	var buf bytes.Buffer
-	tr, err := NewWriter(&buf)
+	tr, err := NewWithWriter(&buf)
 	require.NoError(b, err)
 	var wg sync.WaitGroup
 	for w := range 4 {

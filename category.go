@@ -83,15 +83,16 @@ func Category(name string) Arg {
 	return Arg{kind: argCategory, num: uint64(categories.id(name))}
 }
 
-// Scope returns an Arg that sets the "scope" of an async or flow event, so
-// operations whose ids the caller chose cannot collide with unrelated ones
-// that happen to use the same ids; on other events it means nothing and
-// is ignored. Like Category, it is taken from the args of AsyncBegin,
-// AsyncBeginID and FlowStart, and ignored on an operation's or a flow's
-// later events. An async event's scope is written in
-// its id as well ("id2":{"local":"db:0x7"}), because Perfetto tells
-// operations apart by category and id alone.
-func Scope(name string) Arg {
+// Namespace returns an Arg that puts the id of an async operation or a
+// flow in a namespace, so that operations whose ids the caller chose
+// cannot collide with unrelated ones using the same ids: id 7 in "db" and
+// id 7 in "http" are two operations. It is taken from the args of
+// AsyncBegin, AsyncBeginID and FlowBegin, and ignored elsewhere (on other
+// events, and on an operation's or a flow's later events, which keep
+// their first event's). In the file it is the event's "scope" field, and
+// a prefix of an async event's id ("id2":{"local":"db:0x7"}), because
+// Perfetto tells operations apart by category and id alone.
+func Namespace(name string) Arg {
 	return Arg{kind: argScope, num: uint64(scopes.id(name))}
 }
 

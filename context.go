@@ -6,7 +6,7 @@ import "context"
 // another goroutine, or deeper in the call chain, links its work to the
 // operation that started it without an extra parameter:
 //
-//	ctx = tracer.ContextWithFlow(ctx, tracer.FlowStart("job"))
+//	ctx = tracer.ContextWithFlow(ctx, tracer.FlowBegin("job"))
 //	go func() {
 //		defer tracer.Span("job")()
 //		tracer.FlowFromContext(ctx).End() // the arrow from the parent's span

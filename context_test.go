@@ -24,7 +24,7 @@ func TestContextCarriesAsyncAndFlow(t *testing.T) {
 	endParent := tr.Span("parent")
 	op := tr.AsyncBegin("request", cat)
 	ctx = ContextWithAsync(ctx, op)
-	ctx = ContextWithFlow(ctx, tr.FlowStart("handoff", cat))
+	ctx = ContextWithFlow(ctx, tr.FlowBegin("handoff", cat))
 	endParent()
 
 	var wg sync.WaitGroup
@@ -69,7 +69,7 @@ func TestContextOffAllocatesNothing(t *testing.T) {
 	var nilTracer *Tracer
 	allocs := testing.AllocsPerRun(100, func() {
 		c := ContextWithAsync(ctx, nilTracer.AsyncBegin("x"))
-		c = ContextWithFlow(c, nilTracer.FlowStart("x"))
+		c = ContextWithFlow(c, nilTracer.FlowBegin("x"))
 		AsyncFromContext(c).End()
 		FlowFromContext(c).End()
 		if c != ctx {

@@ -130,6 +130,8 @@ func describeArg(a *Arg) string {
 		return "a Duration (use Int64 of its nanoseconds, or Float64 of its seconds)"
 	case argTime:
 		return "a Time"
+	case argStringer:
+		return "a Stringer"
 	}
 	return "not a number"
 }

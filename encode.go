@@ -63,13 +63,14 @@ type cachedString struct {
 
 // appendCached appends the string held by s (its n and p) as JSON.
 func (e *encoder) appendCached(b []byte, s *slot) []byte {
-	if s.n > maxCachedBytes {
+	n := uint64(uint32(s.n)) // a span start keeps its token above
+	if n > maxCachedBytes {
 		return appendString(b, s.str())
 	}
-	c := &e.cache[(uintptr(unsafe.Pointer(s.p))>>3^uintptr(s.n))%nameCacheSize]
-	if c.p != s.p || c.n != s.n || c.esc == nil {
+	c := &e.cache[(uintptr(unsafe.Pointer(s.p))>>3^uintptr(n))%nameCacheSize]
+	if c.p != s.p || c.n != n || c.esc == nil {
 		c.esc = appendString(c.esc[:0], s.str())
-		c.p, c.n = s.p, s.n
+		c.p, c.n = s.p, n
 	}
 	return append(b, c.esc...)
 }
@@ -134,9 +135,9 @@ func (e *encoder) event(h *slot, rest []slot) {
 		b = appendAsyncID(b, x)
 		b = appendScope(b, x)
 		e.buf = e.appendTail(b, h, rest)
-	case kindFlowStart, kindFlowStep, kindFlowEnd:
+	case kindFlowBegin, kindFlowStep, kindFlowEnd:
 		x := &rest[0]
-		b = e.appendHead(b, h, rest, flowPhase[h.kind()-kindFlowStart], h.at())
+		b = e.appendHead(b, h, rest, flowPhase[h.kind()-kindFlowBegin], h.at())
 		b = e.appendIDs(b, h.gid())
 		b = append(b, `,"id":`...)
 		b = strconv.AppendUint(b, x.num, 10)
@@ -289,6 +290,9 @@ func (e *encoder) appendArgs(b []byte, as, more []slot) []byte {
 				b = append(b, '"')
 				b = time.Unix(0, int64(a.num)).UTC().AppendFormat(b, time.RFC3339Nano)
 				b = append(b, '"')
+			case argStringer:
+				i++
+				b = appendString(b, callString(stringer(a.num, as[i].p)))
 			}
 		}
 	}

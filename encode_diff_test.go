@@ -101,7 +101,7 @@ func randomArgs(rng *rand.Rand) []Arg {
 		case 5:
 			args[i] = Category(randomString(rng)[:0] + "cat" + strconv.Itoa(rng.IntN(3)))
 		case 6:
-			args[i] = Scope("scope" + strconv.Itoa(rng.IntN(3)))
+			args[i] = Namespace("scope" + strconv.Itoa(rng.IntN(3)))
 		case 7:
 			switch rng.IntN(3) {
 			case 0:
@@ -122,7 +122,7 @@ func randomArgs(rng *rand.Rand) []Arg {
 
 func randomEvent(rng *rand.Rand) diffEvent {
 	kinds := []kind{kindSpan, kindBegin, kindEnd, kindInstant, kindCounter, kindThreadName, kindThreadSort,
-		kindAsyncBegin, kindAsyncInstant, kindAsyncEnd, kindFlowStart, kindFlowStep, kindFlowEnd}
+		kindAsyncBegin, kindAsyncInstant, kindAsyncEnd, kindFlowBegin, kindFlowStep, kindFlowEnd}
 	e := diffEvent{
 		k:    kinds[rng.IntN(len(kinds))],
 		name: randomString(rng),
@@ -195,7 +195,7 @@ func TestEncoderMatchesReference(t *testing.T) {
 
 // splitEndArgs returns e with its args cut in two at random, and the
 // slots of the second part, as record lays out the args given to a span's
-// end. Only a tail of plain args moves: Category and Scope belong to the
+// end. Only a tail of plain args moves: Category and Namespace belong to the
 // start.
 func splitEndArgs(rng *rand.Rand, e diffEvent) (diffEvent, []slot) {
 	if len(e.args) == 0 || len(e.args) > maxArgs {

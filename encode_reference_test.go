@@ -88,8 +88,8 @@ func (e *refEncoder) event(r *refRecord, cont []refRecord) {
 		b = append(b, `"}`...)
 		b = refAppendScope(b, r)
 		e.buf = refAppendTail(b, r, cont)
-	case kindFlowStart, kindFlowStep, kindFlowEnd:
-		b = e.appendHead(b, r, refFlowPhase[r.kind-kindFlowStart], r.at)
+	case kindFlowBegin, kindFlowStep, kindFlowEnd:
+		b = e.appendHead(b, r, refFlowPhase[r.kind-kindFlowBegin], r.at)
 		b = e.appendIDs(b, r.gid)
 		b = append(b, `,"id":`...)
 		b = strconv.AppendUint(b, r.id, 10)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -101,7 +102,7 @@ func TestAsyncAcrossGoroutines(t *testing.T) {
 			<-done
 		}()
 	}
-	custom := tr.AsyncBeginID(0xabc, "request", Scope("http"))
+	custom := tr.AsyncBeginID(0xabc, "request", Namespace("http"))
 	custom.End()
 	wg.Wait()
 	require.NoError(t, tr.Close())
@@ -115,7 +116,7 @@ func TestAsyncAcrossGoroutines(t *testing.T) {
 
 func TestAsyncScopeField(t *testing.T) {
 	tr, path := newTestTracer(t)
-	tr.AsyncBeginID(7, "request", Scope("http"), Int("n", 1)).End()
+	tr.AsyncBeginID(7, "request", Namespace("http"), Int("n", 1)).End()
 	require.NoError(t, tr.Close())
 	data := readFile(t, path)
 	assert.Contains(t, data, `"id2":{"local":"http:0x7"},"scope":"http","args":{"n":1}`)
@@ -159,7 +160,7 @@ func TestFlowsBindToEnclosingSpans(t *testing.T) {
 	}()
 	for i := 0; i < 20; i++ {
 		end := tr.Span("produce", Int("i", i))
-		queue <- job{tr.FlowStart("job", Category("pipeline"))}
+		queue <- job{tr.FlowBegin("job", Category("pipeline"))}
 		end()
 	}
 	close(queue)
@@ -213,7 +214,7 @@ func TestCategoriesFilter(t *testing.T) {
 	tr.Instant("hit", cache)
 	tr.Counter("entries", cache, Int("n", 1))
 	tr.AsyncBegin("fill", cache).End()
-	tr.FlowStart("load", cache).End()
+	tr.FlowBegin("load", cache).End()
 	tr.Span("uncategorised")()
 	require.Zero(t, testing.AllocsPerRun(100, func() { tr.Span("lookup", cache)() }))
 
@@ -250,12 +251,12 @@ func TestEventKindsZeroAllocs(t *testing.T) {
 	cases := map[string]func(){
 		"Counter":            func() { tr.Counter("c", Int("a", 1), Float64("b", 2)) },
 		"Async":              func() { a := tr.AsyncBegin("a", cat); a.Instant("n"); a.End() },
-		"Flow":               func() { f := tr.FlowStart("f", cat); f.Step(); f.End() },
+		"Flow":               func() { f := tr.FlowBegin("f", cat); f.Step(); f.End() },
 		"SpanCategory4Args":  func() { tr.Span("s", cat, Int("a", 1), String("b", "x"), Bool("c", true), Float64("d", 1))() },
 		"InstantGlobal":      func() { tr.InstantGlobal("g", cat) },
 		"PackageCounterOff":  func() { Counter("c", Int("a", 1)) },
 		"PackageAsyncOff":    func() { AsyncBegin("a").End() },
-		"PackageFlowOff":     func() { FlowStart("f").End() },
+		"PackageFlowOff":     func() { FlowBegin("f").End() },
 		"PackageCategoryOff": func() { defer Span("s", cat)() },
 	}
 	for name, f := range cases {
@@ -304,7 +305,7 @@ func TestAsyncKeepsItsCategory(t *testing.T) {
 	tr, path := newTestTracer(t)
 	db := Category("db")
 	op := tr.AsyncBegin("query", db)
-	flow := tr.FlowStart("handoff", db)
+	flow := tr.FlowBegin("handoff", db)
 	require.NoError(t, tr.SetCategories("other")) // db is off from now on
 	assert.Equal(t, Async{}, tr.AsyncBegin("not recorded", db))
 	end := tr.Span("receiver")
@@ -335,7 +336,7 @@ func TestArgsAtSpanEnd(t *testing.T) {
 		end := tr.Span("request", String("route", "/items"))
 		end(Int("status", 404), Int("bytes", 12), Category("ignored"))
 	}()
-	long := tr.Begin("upload", Int("parts", 3))
+	long := tr.LongSpan("upload", Int("parts", 3))
 	long(Bool("ok", true))
 	func() { defer tr.Span("plain")() }()
 	require.NoError(t, tr.Close())
@@ -384,4 +385,52 @@ func TestArgConstructors(t *testing.T) {
 	tr2, _ := newTestTracer(t)
 	d, now := Duration("took", time.Second), Time("at", at)
 	assert.Zero(t, testing.AllocsPerRun(1000, func() { tr2.Instant("x", d, now) }))
+}
+
+// countingStringer counts its String calls; a nil one panics, as a method
+// on a nil pointer does.
+type countingStringer struct {
+	text  string
+	calls atomic.Int32
+}
+
+func (c *countingStringer) String() string {
+	c.calls.Add(1)
+	return c.text
+}
+
+// panicky's String method panics.
+type panicky struct{}
+
+func (panicky) String() string { panic("no text") }
+
+// TestStringerArg: Stringer is formatted by the flusher, only when the
+// event is recorded, and a nil or panicking Stringer gives the text fmt
+// would (issue 11 item 2).
+func TestStringerArg(t *testing.T) {
+	var log errorLog
+	tr, path := newTestTracer(t, WithCategories("on"), WithErrorHandler(log.handle))
+	addr, skipped := &countingStringer{text: "10.0.0.1:443 \"quoted\""}, &countingStringer{text: "never"}
+	var nilPtr *countingStringer
+	tr.Span("dial", Stringer("addr", addr), Stringer("nil", nil), Stringer("nil pointer", nilPtr), Stringer("panics", panicky{}))()
+	tr.Instant("filtered", Category("off"), Stringer("x", skipped))
+	tr.Counter("load", Stringer("x", skipped))
+	require.NoError(t, tr.Close())
+
+	assert.Equal(t, map[string]any{
+		"addr": "10.0.0.1:443 \"quoted\"", "nil": "<nil>", "nil pointer": "<nil>",
+		"panics": "%!v(PANIC=String method: no text)",
+	}, find(t, readClosed(t, path), "X", "dial").Args)
+	assert.Equal(t, int32(1), addr.calls.Load(), "called once, by the flusher")
+	assert.Zero(t, skipped.calls.Load(), "not called for an event not recorded")
+	assert.Equal(t, uint64(2), tr.Stats().Refused, "a counter series must be a number: the series, and the counter left with none")
+
+	off := &countingStringer{text: "off"}
+	Span("no default tracer", Stringer("x", off))()
+	assert.Zero(t, off.calls.Load())
+	if raceEnabled {
+		return
+	}
+	tr2, _ := newTestTracer(t)
+	assert.Zero(t, testing.AllocsPerRun(1000, func() { tr2.Instant("x", Stringer("addr", addr)) }))
 }

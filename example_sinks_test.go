@@ -3,8 +3,8 @@ package tracer_test
 import (
 	"bytes"
 	"compress/gzip"
-	"encoding/json"
 	"fmt"
+	"io"
 	"log"
 	"os"
 	"path/filepath"
@@ -12,57 +12,97 @@ import (
 	"github.com/gotracer/tracer"
 )
 
-// names returns the names of the events of phase ph in a closed trace.
-func names(trace []byte, ph string) []string {
-	var events []struct{ Name, Ph string }
-	if err := json.Unmarshal(trace, &events); err != nil {
-		log.Fatal(err)
-	}
-	var out []string
-	for _, e := range events {
-		if e.Ph == ph {
-			out = append(out, e.Name)
-		}
-	}
-	return out
-}
+// A Tracer of its own records apart from the default one, into its own
+// file: a test that runs in parallel with others, or a component whose
+// trace is wanted on its own. Every package-level recording function is
+// also a method, and a nil *Tracer records nothing, so code can take a
+// *Tracer and be given nil.
+func ExampleNew() {
+	defer inTempDir()()
 
-// A trace can go to any io.Writer: standard output, a connection, a buffer.
-func ExampleNewWriter() {
-	var buf bytes.Buffer
-	t, err := tracer.NewWriter(&buf)
+	decode := func(tr *tracer.Tracer, data []byte) {
+		defer tr.Span("decode", tracer.Int("bytes", len(data)))()
+		// ...
+	}
+
+	tr, err := tracer.New("decode-test.json")
 	if err != nil {
 		log.Fatal(err)
 	}
-	t.Span("fetch")()
-	t.Span("decode")()
-	if err := t.Close(); err != nil {
+	decode(tr, []byte("{}"))
+	decode(nil, []byte("{}")) // records nothing
+	if err := tr.Close(); err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println(names(buf.Bytes(), "X"))
-	// Output: [fetch decode]
+
+	printTrace("decode-test.json")
+	// Output:
+	// {"name":"decode","ph":"X","ts":T,"dur":D,"pid":P,"tid":G1,"args":{"bytes":2}},
+}
+
+// A trace can go to any io.Writer: standard output, a connection, a buffer.
+// The Tracer never closes it.
+func ExampleNewWithWriter() {
+	var buf bytes.Buffer
+	tr, err := tracer.NewWithWriter(&buf)
+	if err != nil {
+		log.Fatal(err)
+	}
+	tr.Span("fetch")()
+	tr.Span("decode")()
+	if err := tr.Close(); err != nil {
+		log.Fatal(err)
+	}
+	printEvents(buf.Bytes())
+	// Output:
+	// {"name":"fetch","ph":"X","ts":T,"dur":D,"pid":P,"tid":G1},
+	// {"name":"decode","ph":"X","ts":T,"dur":D,"pid":P,"tid":G1},
+}
+
+// upload is a Sink that keeps the trace in memory and hands it on when the
+// Tracer closes it, as one that uploads traces would.
+type upload struct {
+	bytes.Buffer
+}
+
+func (u *upload) Close() error {
+	fmt.Println("upload", u.Len() > 0)
+	printEvents(u.Bytes())
+	return nil
+}
+
+// A Sink is an io.WriteCloser that the Tracer closes: every Write holds
+// whole events and ends on an event boundary, and Close comes after the
+// last one, which ends the JSON array.
+func ExampleNewWithSink() {
+	tr, err := tracer.NewWithSink(&upload{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	tr.Instant("ready")
+	if err := tr.Close(); err != nil { // calls upload.Close
+		log.Fatal(err)
+	}
+	// Output:
+	// upload true
+	// {"name":"ready","ph":"i","ts":T,"s":"t","pid":P,"tid":G1},
 }
 
 // A path ending in ".gz" writes a gzip file. A closed one is a single gzip
 // member, which every reader, chrome://tracing included, reads.
 func ExampleNew_gzip() {
-	dir, err := os.MkdirTemp("", "example")
+	defer inTempDir()()
+
+	tr, err := tracer.New("trace.json.gz")
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer os.RemoveAll(dir)
-	path := filepath.Join(dir, "trace.json.gz")
-
-	t, err := tracer.New(path)
-	if err != nil {
-		log.Fatal(err)
-	}
-	t.Span("compressed")()
-	if err := t.Close(); err != nil {
+	tr.Span("compressed")()
+	if err := tr.Close(); err != nil {
 		log.Fatal(err)
 	}
 
-	f, err := os.Open(path)
+	f, err := os.Open("trace.json.gz")
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -71,61 +111,66 @@ func ExampleNew_gzip() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	var trace bytes.Buffer
-	if _, err := trace.ReadFrom(zr); err != nil {
-		log.Fatal(err)
-	}
-	fmt.Println(names(trace.Bytes(), "X"))
-	// Output: [compressed]
-}
-
-// WithMaxFileSize and WithMaxFiles keep a long trace in a bounded number of
-// files, each of which opens alone in the viewers.
-func ExampleWithMaxFileSize() {
-	dir, err := os.MkdirTemp("", "example")
+	trace, err := io.ReadAll(zr)
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer os.RemoveAll(dir)
+	printEvents(trace)
+	// Output:
+	// {"name":"compressed","ph":"X","ts":T,"dur":D,"pid":P,"tid":G1},
+}
 
-	t, err := tracer.New(filepath.Join(dir, "trace.json"),
+// WithMaxFileSize and WithMaxFiles keep a long trace in a bounded number of
+// files, each of which opens alone in the viewers. The newest events are
+// always in the file at the path given.
+func ExampleWithMaxFileSize() {
+	defer inTempDir()()
+
+	tr, err := tracer.New("trace.json",
 		tracer.WithMaxFileSize(4<<10), tracer.WithMaxFiles(3))
 	if err != nil {
 		log.Fatal(err)
 	}
 	for i := 0; i < 1000; i++ {
-		t.Span("work", tracer.Int("i", i))()
+		tr.Span("work", tracer.Int("i", i))()
 		if i%100 == 99 {
-			t.Flush()
+			tr.Flush()
 		}
 	}
-	if err := t.Close(); err != nil {
+	if err := tr.Close(); err != nil {
 		log.Fatal(err)
 	}
-	files, _ := filepath.Glob(filepath.Join(dir, "trace.*json"))
-	fmt.Println(len(files), "files, the newest in trace.json")
-	// Output: 3 files, the newest in trace.json
+	files, _ := filepath.Glob("trace.*json")
+	fmt.Println(len(files), "files, the newest events in trace.json")
+	// Output: 3 files, the newest events in trace.json
 }
 
 // A flight recorder keeps the most recent events in memory and writes them
-// only when asked, for example when a request turns out slow.
+// only when asked, for example when a request turns out slow. Made the
+// default tracer, it records the package-level calls.
 func ExampleNewFlightRecorder() {
 	rec, err := tracer.NewFlightRecorder(tracer.FlightRecorderConfig{MaxEvents: 3})
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer rec.Close()
+	if err := tracer.SetDefault(rec.Tracer()); err != nil {
+		log.Fatal(err)
+	}
+	defer tracer.Stop()
+
 	for _, step := range []string{"parse", "plan", "fetch", "render", "send"} {
-		rec.Span(step)()
+		tracer.Span(step)()
 	}
 
 	var trace bytes.Buffer
-	if _, err := rec.WriteTo(&trace); err != nil {
+	if _, err := rec.WriteTo(&trace); err != nil { // or rec.WriteFile("slow.json")
 		log.Fatal(err)
 	}
-	fmt.Println(names(trace.Bytes(), "X"))
+	printEvents(trace.Bytes())
 	fmt.Println(rec.Stats().Overwritten, "overwritten")
 	// Output:
-	// [fetch render send]
+	// {"name":"fetch","ph":"X","ts":T,"dur":D,"pid":P,"tid":G1},
+	// {"name":"render","ph":"X","ts":T,"dur":D,"pid":P,"tid":G1},
+	// {"name":"send","ph":"X","ts":T,"dur":D,"pid":P,"tid":G1},
 	// 2 overwritten
 }

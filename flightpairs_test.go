@@ -42,7 +42,7 @@ func TestKeepPairs(t *testing.T) {
 func TestFlightRecorderKeepsPairsWhole(t *testing.T) {
 	r := newFlightRecorder(t, FlightRecorderConfig{MaxEvents: 40})
 	early := r.AsyncBegin("early") // its b leaves the window
-	flow := r.FlowStart("handoff") // its s too
+	flow := r.FlowBegin("handoff") // its s too
 	for i := range 100 {
 		r.Instant("filler", Int("i", i))
 		if i%10 == 0 {

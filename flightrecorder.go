@@ -40,7 +40,7 @@ type FlightRecorderConfig struct {
 // Stats.Events and Stats.Bytes count what went into the window; the events
 // pushed out of it are counted in Stats.Overwritten, apart from
 // Stats.Dropped. In a flight recording every span is a complete X
-// event once it ends, Begin's included, so that no E event can lose its B
+// event once it ends, LongSpan's included, so that no E event can lose its B
 // to the window's edge; spans still open when the trace is taken are B
 // events without an E, which both viewers draw up to the end of the trace.
 // Likewise a trace leaves out the ends of async operations and flows whose

@@ -99,20 +99,20 @@ func TestFlightRecorderMaxAge(t *testing.T) {
 }
 
 // TestFlightRecorderSpans checks that spans come out balanced whatever the
-// window cut off: ended spans are X events, Begin's too, and spans still
+// window cut off: ended spans are X events, LongSpan's too, and spans still
 // open are B events without E.
 func TestFlightRecorderSpans(t *testing.T) {
 	r := newFlightRecorder(t, FlightRecorderConfig{MaxEvents: 50}, WithFlushInterval(time.Millisecond))
 	r.SetGoroutineName("main")
 	request := r.Span("slow request", String("path", "/x"))
-	region := r.Begin("region")
+	region := r.LongSpan("region")
 	for i := 0; i < 200; i++ {
 		r.Span("step", Int("i", i))()
 		if i%10 == 0 {
 			time.Sleep(time.Millisecond) // let the flusher take batches
 		}
 	}
-	done := r.Begin("short begin")
+	done := r.LongSpan("short begin")
 	done()
 	evs := takeTrace(t, r)
 	checkTracks(t, evs)

@@ -4,14 +4,14 @@ package tracer
 // other goroutines: from the span that queued a job to the span that ran
 // it, and on to the one that used its result.
 //
-// Flow events bind to spans by time: FlowStart, Step and End each attach
+// Flow events bind to spans by time: FlowBegin, Step and End each attach
 // to the innermost span that is open on the calling goroutine when they
-// are called (Span or Begin, "s", "t" and "f" with "bp":"e"). Call them
+// are called (Span or LongSpan, "s", "t" and "f" with "bp":"e"). Call them
 // inside a span. Called outside any span, a flow event has nothing to
 // attach to and the viewers do not draw that part of the arrow.
 //
 // A Flow is a small value: pass it along with the work it follows. Its
-// methods are safe for concurrent use. The zero Flow, which FlowStart
+// methods are safe for concurrent use. The zero Flow, which FlowBegin
 // returns when tracing is off or the category is disabled, records nothing.
 type Flow struct {
 	t    *Tracer
@@ -20,16 +20,16 @@ type Flow struct {
 	cs   catScope
 }
 
-// FlowStart starts a flow, with a new process-unique id, at the span open
-// on the calling goroutine. Category and Scope args apply to all of its
+// FlowBegin starts a flow, with a new process-unique id, at the span open
+// on the calling goroutine. Category and Namespace args apply to all of its
 // events (those given to Step and End are ignored): the viewers match the
 // steps and end of a flow to its start by name, category and id.
-func FlowStart(name string, args ...Arg) Flow {
+func FlowBegin(name string, args ...Arg) Flow {
 	return loadStd().flowStart(name, args)
 }
 
-// FlowStart starts a flow on t; see the package-level FlowStart.
-func (t *Tracer) FlowStart(name string, args ...Arg) Flow { return t.flowStart(name, args) }
+// FlowBegin starts a flow on t; see the package-level FlowBegin.
+func (t *Tracer) FlowBegin(name string, args ...Arg) Flow { return t.flowStart(name, args) }
 
 //go:noinline
 func (t *Tracer) flowStart(name string, args []Arg) Flow {
@@ -40,7 +40,7 @@ func (t *Tracer) flowStart(name string, args []Arg) Flow {
 	if !t.allows(f.cs.cat) {
 		return Flow{}
 	}
-	if t.record(kindFlowStart, 0, f.cs, name, f.id, args) == nil {
+	if t.record(kindFlowBegin, 0, f.cs, name, f.id, args) == nil {
 		return Flow{}
 	}
 	return f

@@ -41,7 +41,6 @@ type flusher struct {
 	win        *window     // the sink, if the tracer is a flight recorder
 	names      *trackNames // goroutine names to write again, with rot or win
 
-	unmatched uatomic.Uint64
 	forgotten uatomic.Uint64 // open spans given up: see pop and maxOpenSpans
 
 	sentEnds []sentEnd // E events in batches not yet written: see takeFailures
@@ -259,7 +258,7 @@ merge:
 	}
 	if complete {
 		f.popKeptEnds(cut)
-		f.forgotten.Add(uint64(f.open.trim(maxOpenSpans)))
+		f.forgotten.Add(uint64(f.open.trim(f.t, maxOpenSpans)))
 		if f.win == nil { // a flight recorder writes spans whole: see FlightRecorder
 			f.writeOldBegins(cut - int64(f.t.opts.flushInterval))
 		}
@@ -323,15 +322,15 @@ func (f *flusher) take(c *cursor, h *slot, cut int64) uint64 {
 	f.imp.note(h, rest)
 	switch h.kind() {
 	case kindSpan, kindBegin:
-		token := l.nextToken()
+		token := l.id<<32 | h.n>>32
 		if h.kind() == kindSpan {
 			if l.pos+n >= c.head {
 				c.head = atomic.LoadUint64(&l.read.head)
 			}
 			if l.pos+n < c.head {
-				// Tokens are reused, so an older span of another
-				// goroutine can hold the same one: match the goroutine
-				// too.
+				// A freed token can be taken by another goroutine's span
+				// before the end that freed it is recorded: match the
+				// goroutine too.
 				next := &l.read.slots[l.pos+n]
 				if next.kind() == kindEnd && next.n == token && next.gid() == h.gid() && next.at() < cut {
 					// The end's args follow it: published with it, as an
@@ -504,7 +503,9 @@ func (f *flusher) close() error {
 		f.pass(true)
 		f.startBatch(true)
 		// Spans still open were running when the trace stopped (Stop on a
-		// signal or a panic): write them all as B events, however young.
+		// signal or a panic), or were never ended: write them all as B
+		// events, however young, and say so.
+		f.reportNeverEnded()
 		f.writeOldBegins(math.MaxInt64)
 		f.appendEnd()
 		f.send()
@@ -555,7 +556,7 @@ func (f *flusher) stats() Stats {
 		Flushes:    w.flushes.Load(),
 		SinkErrors: w.sinkErrors.Load(),
 		Lost:       w.lost.Load(),
-		Unmatched:  f.unmatched.Load(),
+		Unmatched:  f.t.unmatched.Load(),
 		Forgotten:  f.forgotten.Load(),
 	}
 	if f.win != nil {

@@ -29,6 +29,8 @@ func readStrict(t testing.TB, path string) []event {
 	data, err := os.ReadFile(path)
 	require.NoError(t, err)
 	require.True(t, utf8.Valid(data), "the file must be valid UTF-8")
+	parseClosed(t, data) // strict, in the form it has
+	data = asArray(data)
 	require.True(t, bytes.HasPrefix(data, []byte("[\n{\"")), "file must start with [ and an event: %.40q", data)
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
@@ -73,7 +75,7 @@ func FuzzEventStrings(f *testing.F) {
 		tr.SetGoroutineName(name)
 		tr.Span(name, String(key, value), String("long", long), Float64("f", fl),
 			Int64("i", i), Uint64("u", u), Bool("b", b))()
-		tr.Begin(name, String(key, value))()
+		tr.LongSpan(name, String(key, value))()
 		tr.Instant(name, String(key, value))
 		tr.InstantGlobal(long)
 		tr.Span(name, String(key, long)) // still open at Close: a B event
@@ -160,7 +162,7 @@ func FuzzRecordSequence(f *testing.F) {
 			case 0:
 				open = append(open, tr.Span("span", nextID()))
 			case 1:
-				open = append(open, tr.Begin("begin", nextID()))
+				open = append(open, tr.LongSpan("begin", nextID()))
 			case 2: // end the innermost span
 				if n := len(open); n > 0 {
 					open[n-1]()

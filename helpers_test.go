@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/gotracer/tracer/internal/tracecheck"
@@ -23,15 +25,50 @@ func repair(data []byte) []byte {
 	return append(data[:len(data):len(data)], "\n]"...) // a copy: never write over the caller's bytes
 }
 
-// readClosed parses a cleanly closed trace as strict JSON, unrepaired.
+// readClosed parses a cleanly closed trace as strict JSON, unrepaired: a
+// plain file in the object form that sets the display unit, anything else
+// an array (see objectHead).
 func readClosed(t testing.TB, path string) []event {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	require.NoError(t, err)
-	require.True(t, bytes.HasPrefix(data, []byte("[\n{\"")), "file must start with [ and an event: %.40q", data)
-	var evs []event
+	return parseClosed(t, data)
+}
+
+// asRunning returns a plain file closed as the object (see objectHead) as
+// it was before Close made it one: the array behind the head's spaces, at
+// the same offsets. Other data is returned as it is.
+func asRunning(data []byte) []byte {
+	if !bytes.HasPrefix(data, []byte(objectHead)) || !bytes.HasSuffix(data, []byte("]\n}\n")) {
+		return data
+	}
+	out := append(bytes.Repeat([]byte(" "), len(objectHead)), data[len(objectHead):]...)
+	return out[:len(out)-2]
+}
+
+// asArray returns a trace file's array, without the object head or the
+// spaces a plain file starts with.
+func asArray(data []byte) []byte {
+	return bytes.TrimLeft(asRunning(data), " ")
+}
+
+// parseClosed parses a closed trace's bytes: see readClosed.
+func parseClosed(t testing.TB, data []byte) []event {
+	t.Helper()
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
+	if bytes.HasPrefix(data, []byte(objectHead+"[\n{\"")) {
+		var obj struct {
+			DisplayTimeUnit string  `json:"displayTimeUnit"`
+			TraceEvents     []event `json:"traceEvents"`
+		}
+		require.NoError(t, dec.Decode(&obj), "closed file must be strict JSON")
+		require.Equal(t, "ns", obj.DisplayTimeUnit)
+		require.False(t, dec.More(), "nothing after the object")
+		return obj.TraceEvents
+	}
+	require.True(t, bytes.HasPrefix(data, []byte("[\n{\"")), "file must start with [ and an event, or the object head: %.60q", data)
+	var evs []event
 	require.NoError(t, dec.Decode(&evs), "closed file must be strict JSON")
 	return evs
 }
@@ -65,4 +102,35 @@ func readFile(t testing.TB, path string) string {
 	data, err := os.ReadFile(path)
 	require.NoError(t, err)
 	return string(data)
+}
+
+// errorLog collects what the error handler is given.
+type errorLog struct {
+	mu   sync.Mutex
+	errs []error
+}
+
+func (l *errorLog) handle(err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.errs = append(l.errs, err)
+}
+
+func (l *errorLog) len() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.errs)
+}
+
+// matching returns the reported errors whose text holds sub.
+func (l *errorLog) matching(sub string) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for _, err := range l.errs {
+		if strings.Contains(err.Error(), sub) {
+			out = append(out, err.Error())
+		}
+	}
+	return out
 }

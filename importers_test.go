@@ -64,7 +64,14 @@ type importerReport struct {
 		TrackType  string `json:"track_type"`
 		Tid        uint64 `json:"tid"`
 		Unfinished int    `json:"unfinished"`
+		MaxDepth   int    `json:"max_depth"`
 	} `json:"slice_tracks"` // perfetto
+	Processes []struct {
+		Threads []struct {
+			Tid      uint64 `json:"tid"`
+			MaxDepth int    `json:"maxDepth"`
+		} `json:"threads"`
+	} `json:"processes"` // catapult's have threads
 }
 
 // kinds summarises importer messages as their types (or first words) and
@@ -143,9 +150,9 @@ func recordEveryKind(tr *Tracer) (open func(...Arg)) {
 				b.Begin("inner").End()
 				a.End()
 				b.End()
-				f := tr.FlowStart("handoff", cat)
+				f := tr.FlowBegin("handoff", cat)
 				tr.Span("step", cat)()
-				tr.Begin("eager")()
+				tr.LongSpan("eager")()
 				tr.Instant("mark", Float64("nan", 0))
 				tr.Counter("queue", Int("depth", i), Float64("load", float64(i)/7), Uint64("total", math.MaxUint64-uint64(i)))
 				tr.Counter("refused", String("not a number", "x")) // Perfetto would refuse the file
@@ -155,8 +162,8 @@ func recordEveryKind(tr *Tracer) (open func(...Arg)) {
 				job.End(Bool("ok", true))
 				tr.AsyncBegin("no category", Int("i", i)).End() // chrome://tracing needs a "cat"
 				// The same id in two scopes, overlapping: two operations.
-				db := tr.AsyncBeginID(uint64(w*1000+i), "query", cat, Scope("db"))
-				http := tr.AsyncBeginID(uint64(w*1000+i), "call", cat, Scope("http"))
+				db := tr.AsyncBeginID(uint64(w*1000+i), "query", cat, Namespace("db"))
+				http := tr.AsyncBeginID(uint64(w*1000+i), "call", cat, Namespace("http"))
 				db.End()
 				http.End()
 				end()
@@ -175,7 +182,7 @@ type fileCounts struct{ threadSlices, asyncBegins int }
 
 func countEvents(t *testing.T, data []byte) fileCounts {
 	var c fileCounts
-	for _, line := range bytes.Split(data, []byte("\n")) {
+	for _, line := range bytes.Split(asArray(data), []byte("\n")) {
 		line = bytes.TrimSuffix(bytes.TrimSpace(line), []byte(","))
 		if len(line) == 0 || line[0] != '{' {
 			continue
@@ -267,7 +274,7 @@ func TestFilesLoadInBothViewers(t *testing.T) {
 	require.NoError(t, r.Close())
 
 	var stream bytes.Buffer
-	tr, err := NewWriter(&stream)
+	tr, err := NewWithWriter(&stream)
 	require.NoError(t, err)
 	recordEveryKind(tr)()
 	require.NoError(t, tr.Close())
@@ -318,4 +325,58 @@ func TestFilesLoadInBothViewers(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestSubMicrosecondSiblingsAreFlat is issue 10 item 11: ten spans of well
+// under a microsecond each, back to back in a parent, are siblings in both
+// viewers. chrome://tracing draws them as a staircase in its default unit
+// (see objectHead); a closed plain file sets the unit it draws them right
+// in.
+func TestSubMicrosecondSiblingsAreFlat(t *testing.T) {
+	dir := importersDir(t)
+	if raceEnabled {
+		t.Skip("spans take microseconds under the race detector")
+	}
+	tr, path := newTestTracer(t)
+	for range 1000 {
+		tr.Span("warm-up")() // the lane, its chunks and tokens
+	}
+	func() {
+		defer tr.Span("parent")()
+		for range 10 {
+			tr.Span("sibling")()
+		}
+	}()
+	require.NoError(t, tr.Close())
+	evs := readClosed(t, path)
+	siblings := byName(evs, "sibling")
+	require.Len(t, siblings, 10)
+	short := 0
+	for _, e := range siblings {
+		if e.Dur < 1 {
+			short++
+		}
+	}
+	require.GreaterOrEqual(t, short, 5, "the premise: sub-microsecond spans")
+	tid := siblings[0].Tid
+
+	cat := runImporter(t, filepath.Join(dir, "catapult-check"), []string{path})[path]
+	require.True(t, cat.OK, "%v", cat.Error)
+	pf := runImporter(t, filepath.Join(dir, "perfetto-check"), []string{path})[path]
+	require.True(t, pf.OK, "%v", pf.Error)
+	catDepth, pfDepth := -1, -1
+	for _, p := range cat.Processes {
+		for _, th := range p.Threads {
+			if th.Tid == tid {
+				catDepth = th.MaxDepth
+			}
+		}
+	}
+	for _, tk := range pf.SliceTracks {
+		if tk.Tid == tid && tk.TrackType == "thread_execution" {
+			pfDepth = tk.MaxDepth
+		}
+	}
+	assert.Equal(t, 1, pfDepth, "Perfetto: the siblings one level under the parent")
+	assert.Equal(t, 1, catDepth, "chrome://tracing: the siblings one level under the parent, not a staircase")
 }

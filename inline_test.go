@@ -20,8 +20,8 @@ func TestOffPathInlines(t *testing.T) {
 	out, err := exec.Command("go", "build", "-gcflags=-m", ".").CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	for _, fn := range []string{
-		"Span", "Begin", "Instant", "InstantProcess", "InstantGlobal", "Counter",
-		"AsyncBegin", "AsyncBeginID", "FlowStart", `\(\*Tracer\)\.Span`, `\(\*Tracer\)\.Begin`,
+		"Span", "LongSpan", "Instant", "InstantProcess", "InstantGlobal", "Counter",
+		"AsyncBegin", "AsyncBeginID", "FlowBegin", `\(\*Tracer\)\.Span`, `\(\*Tracer\)\.LongSpan`,
 	} {
 		assert.Regexp(t, regexp.MustCompile(`(?m): can inline `+fn+`$`), string(out), fn+" must stay inlinable")
 	}

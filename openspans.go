@@ -22,11 +22,11 @@ import (
 // million slow requests in flight keeps every one. An open span costs the
 // flusher about 150 bytes (its start and its goroutine's entry in the
 // table: 2^20 goroutines with a span each took 156 MiB of heap in
-// TestMillionOpenSpans), more with args, so the bound is about 160 MB. A
-// goroutine that exits
-// inside a span whose end was dropped (the buffers were full) leaves the
-// start here for good, and a program that drops often while starting many
-// goroutines would otherwise grow this table without limit. Past the bound,
+// TestMillionOpenSpans), more with args, and its token 48 bytes more
+// (spantoken.go), so the bound is about 200 MB. A goroutine that exits
+// inside a span it never ended leaves the start here for good, and a
+// program that does that often would otherwise grow this table without
+// limit. Past the bound,
 // the flusher forgets the goroutines whose newest open span is oldest (a
 // dead goroutine's only gets older) until a quarter of the table is free.
 // Each forgotten span is an event that will not be written, its B or its
@@ -92,7 +92,7 @@ func (o *openSpans) release(gid uint64, s *[]openSpan) {
 	}
 }
 
-// push records a start whose end is not in sight. An eager start (Begin)
+// push records a start whose end is not in sight. An eager start (LongSpan)
 // is written as B at once, after the open spans below it.
 func (f *flusher) push(h *slot, rest []slot, token uint64) {
 	s := f.open.stack(h.gid(), true)
@@ -136,7 +136,7 @@ func (f *flusher) writeBegins(s []openSpan, before int64) {
 func (f *flusher) pop(end *slot, endArgs []slot) {
 	s := f.open.stack(end.gid(), false)
 	if s == nil {
-		f.unmatched.Inc()
+		f.t.unmatched.Inc()
 		return
 	}
 	st := *s
@@ -145,7 +145,7 @@ func (f *flusher) pop(end *slot, endArgs []slot) {
 		i--
 	}
 	if i < 0 {
-		f.unmatched.Inc()
+		f.t.unmatched.Inc()
 		return
 	}
 	for j := len(st) - 1; j >= i; j-- {
@@ -160,7 +160,7 @@ func (f *flusher) pop(end *slot, endArgs []slot) {
 			f.pending++
 		default:
 			f.forgotten.Inc()
-			f.t.refusal.keep(func() error {
+			f.t.refusal.keep(misuseOrder, func() error {
 				return fmt.Errorf("tracer: span %q was still open when %q, which began before it on the same goroutine, ended: "+
 					"spans end in the reverse order they began, so it was not written (counted in Stats.Forgotten)",
 					o.start.str(), st[i].start.str())
@@ -196,8 +196,8 @@ func (o *openSpans) unwrite(fl failure) {
 
 // trim forgets goroutines' open spans, those whose newest span is oldest
 // first, while more than max are open, and returns how many it forgot;
-// see maxOpenSpans.
-func (o *openSpans) trim(max int) (forgotten int) {
+// see maxOpenSpans. It gives their tokens back to t.
+func (o *openSpans) trim(t *Tracer, max int) (forgotten int) {
 	if o.count <= max {
 		return 0
 	}
@@ -215,6 +215,9 @@ func (o *openSpans) trim(max int) (forgotten int) {
 			break
 		}
 		s := o.stacks[a.gid]
+		for i := range *s {
+			t.release((*s)[i].token, a.gid)
+		}
 		o.count -= len(*s)
 		forgotten += len(*s)
 		clear(*s) // let the strings go
@@ -222,4 +225,30 @@ func (o *openSpans) trim(max int) (forgotten int) {
 		o.release(a.gid, s)
 	}
 	return forgotten
+}
+
+// reportNeverEnded keeps, for the error handler, a word on the spans still
+// open at Close: they are written with no end, so both viewers draw them
+// to the end of the trace.
+func (f *flusher) reportNeverEnded() {
+	if f.open.count == 0 {
+		return
+	}
+	var name string
+	var gid uint64
+	for g, s := range f.open.stacks {
+		if len(*s) > 0 {
+			name, gid = (*s)[0].start.str(), g
+			break
+		}
+	}
+	f.t.refusal.keep(misuseNeverEnded, func() error {
+		what := fmt.Sprintf("%d spans were", f.open.count)
+		if f.open.count == 1 {
+			what = "1 span was"
+		}
+		return fmt.Errorf("tracer: %s still open at Close, among them %q on goroutine %d: "+
+			"written with their start and no end, they last to the end of the trace "+
+			"(an end function not called, or Close while they ran)", what, name, gid)
+	})
 }

@@ -80,8 +80,8 @@ func TestOutOfOrderEnds(t *testing.T) {
 	})
 	t.Run("B written", func(t *testing.T) {
 		tr, path := newTestTracer(t)
-		outer := tr.Begin("outer")
-		inner := tr.Begin("inner") // Begin writes its B at once
+		outer := tr.LongSpan("outer")
+		inner := tr.LongSpan("inner") // LongSpan writes its B at once
 		outer()
 		inner()
 		require.NoError(t, tr.Close())
@@ -120,7 +120,7 @@ func TestMillionOpenSpans(t *testing.T) {
 	runtime.GC()
 	runtime.ReadMemStats(&after)
 	assert.GreaterOrEqual(t, n, 1_000_000)
-	assert.Zero(t, o.trim(maxOpenSpans), "a million open spans are all kept")
+	assert.Zero(t, o.trim(&Tracer{}, maxOpenSpans), "a million open spans are all kept")
 	perSpan := float64(after.HeapAlloc-before.HeapAlloc) / n
 	t.Logf("%.0f bytes per open span", perSpan)
 	assert.Less(t, perSpan, 200.0)

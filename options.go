@@ -19,7 +19,7 @@ const (
 )
 
 // An Option configures a Tracer: pass what the With functions return to
-// New, NewWriter, NewWithSink, NewFlightRecorder or Start.
+// New, NewWithWriter, NewWithSink, NewFlightRecorder or Start.
 type Option interface {
 	apply(*options) error
 }

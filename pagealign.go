@@ -1,6 +1,10 @@
 package tracer
 
-import "bytes"
+import (
+	"bytes"
+	"errors"
+	"fmt"
+)
 
 // Torn writes.
 //
@@ -35,6 +39,7 @@ type pageAligned struct {
 	file   *fileSink
 	offset int64  // bytes the file holds
 	out    []byte // the aligned batch, reused
+	ended  bool   // the last batch closed the array: see Close
 }
 
 // Write writes batch, whole lines each ending with '\n', laid out so that
@@ -46,16 +51,65 @@ func (a *pageAligned) Write(batch []byte) (int, error) {
 	if err != nil {
 		return min(n, len(batch)), err
 	}
+	a.ended = bytes.HasSuffix(batch, []byte("]\n"))
 	return len(batch), nil
 }
 
-func (a *pageAligned) Close() error { return a.file.Close() }
+// Close closes the file, first making a file whose array was closed into
+// the object form that sets the display unit: see objectHead.
+func (a *pageAligned) Close() error {
+	var err error
+	if a.ended {
+		err = a.setTimeUnit()
+	}
+	return errors.Join(err, a.file.Close())
+}
 
-// align returns batch laid out for the current offset.
+// The display unit.
+//
+// chrome://tracing draws a trace in its default unit, milliseconds, with
+// slice bounds compared at a precision of one microsecond: sibling spans
+// shorter than that, back to back, are drawn nested in a staircase, where
+// Perfetto draws them side by side. Its only other unit is set by
+// "displayTimeUnit", a key of the JSON object form, and neither viewer
+// loads an object cut short, as a killed process leaves it. So a plain
+// file starts as an array behind as many spaces as the object's head
+// takes, and when Close has closed the array, the spaces become the head
+// and a "}" ends the object: a closed file is {"displayTimeUnit":"ns",
+// "traceEvents":[...]}, which both viewers draw the same, and a file cut
+// short is still an array. Gzip, rotated and streamed traces cannot be
+// written over, and stay arrays.
+const objectHead = `{"displayTimeUnit":"ns","traceEvents":`
+
+// setTimeUnit turns the closed array in the file into the object. The "}"
+// goes first: a kill between the two writes leaves a file Perfetto loads
+// (an array followed by a "}"), where the other order would leave one
+// that neither viewer loads.
+func (a *pageAligned) setTimeUnit() error {
+	if _, err := a.file.Write([]byte("}\n")); err != nil {
+		return nil // the file is a whole array still
+	}
+	if _, err := a.file.f.WriteAt([]byte(objectHead), 0); err != nil {
+		a.file.size -= 2
+		if uerr := a.file.undo(); uerr != nil {
+			return fmt.Errorf("tracer: setting the display unit: %w", errors.Join(err, uerr))
+		}
+	}
+	return nil
+}
+
+// align returns batch laid out for the current offset; the first batch
+// goes behind the spaces that objectHead may take.
 func (a *pageAligned) align(batch []byte) []byte {
-	a.out = alignEvents(a.out[:0], batch, a.offset)
+	a.out = a.out[:0]
+	if a.offset == 0 {
+		a.out = append(a.out, spaces[:len(objectHead)]...)
+	}
+	a.out = alignEvents(a.out, batch, a.offset+int64(len(a.out)))
 	return a.out
 }
+
+var spaces = bytes.Repeat([]byte(" "), 64)
 
 // alignEvents appends b, whole lines of one event each, to dst, with
 // newlines inserted before every line that would otherwise straddle a

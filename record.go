@@ -1,6 +1,9 @@
 package tracer
 
-import "unsafe"
+import (
+	"math"
+	"unsafe"
+)
 
 // kind is the Trace Event Format phase an event becomes.
 type kind uint8
@@ -16,7 +19,7 @@ const (
 	kindAsyncBegin                   // b, async id in the extra slot
 	kindAsyncInstant                 // n
 	kindAsyncEnd                     // e
-	kindFlowStart                    // s, flow id in the extra slot
+	kindFlowBegin                    // s, flow id in the extra slot
 	kindFlowStep                     // t
 	kindFlowEnd                      // f, bound to the enclosing slice
 )
@@ -31,7 +34,8 @@ const maxArgs = 32
 // slots, written and published together:
 //
 //	head   num: clock reading; meta: gid, slot count, flags, kind;
-//	       n, p: the name (an end: n is its span's token)
+//	       n, p: the name; a span start has its token's index in n's
+//	       high 32 bits; an end has no name, and n is its span's token
 //	extra  only when the event has an id, a category or a scope:
 //	       num: the id; meta: category | scope<<16
 //	arg    one per arg: num: the value; meta: its argKind, and whether a
@@ -67,9 +71,15 @@ func (s *slot) slots() uint64    { return s.meta >> metaSlotsShift & 0x7f }
 func (s *slot) hasExtra() bool   { return s.meta&metaExtra != 0 }
 func (s *slot) gid() uint64      { return s.meta >> metaGidShift }
 func (s *slot) at() int64        { return int64(s.num) }
-func (s *slot) str() string      { return unsafe.String(s.p, int(s.n)) }
-func (s *slot) setStr(v string)  { s.n, s.p = uint64(len(v)), unsafe.StringData(v) }
+func (s *slot) str() string      { return unsafe.String(s.p, int(uint32(s.n))) }
 func (s *slot) argKind() argKind { return argKind(s.meta) }
+
+// setStr keeps v in s: its length in n's low 32 bits (a span start keeps
+// its token in the high ones), cut to what fits, which is far more than
+// the encoder writes (MaxStringLen).
+func (s *slot) setStr(v string) {
+	s.n, s.p = uint64(min(len(v), math.MaxUint32)), unsafe.StringData(v)
+}
 
 // headMeta packs a head slot's meta. Goroutine ids take the top 40 bits:
 // a process would have to start a goroutine every microsecond for 12 days
@@ -104,7 +114,7 @@ func (cs catScope) from(args []Arg) catScope {
 }
 
 // argSlots returns the slots args take: one each, one more for a
-// non-empty string value, none for Category and Scope, which the extra
+// non-empty string value, none for Category and Namespace, which the extra
 // slot holds, and none for the zero Arg, which is ignored.
 func argSlots(args []Arg) uint64 {
 	n := uint64(0)
@@ -116,6 +126,8 @@ func argSlots(args []Arg) uint64 {
 			if args[i].str != "" {
 				n++
 			}
+		case argStringer:
+			n += 2
 		default:
 			n++
 		}
@@ -135,7 +147,7 @@ func putArgs(s []slot, args []Arg) {
 		d.num, d.meta = a.num, uint64(a.kind)
 		d.setStr(a.key)
 		i++
-		if a.kind == argString && a.str != "" {
+		if a.kind == argString && a.str != "" || a.kind == argStringer {
 			d.meta |= metaHasValue
 			s[i].setStr(a.str)
 			i++

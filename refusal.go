@@ -2,13 +2,25 @@ package tracer
 
 import "go.uber.org/atomic"
 
-// A refusal holds the first error about misuse (a counter series no
-// viewer can draw, spans ended out of order) until the flusher goroutine
-// or Close reports it: the error handler is never called from a recording
-// call.
+// A misuse is a kind of mistake in the calls a tracer was given. Each is
+// reported once a tracer, so misuse in a loop does not flood the log, and
+// one kind does not hide another.
+type misuse int
+
+const (
+	misuseCounter    misuse = iota // a counter series no viewer can draw
+	misuseOrder                    // spans ended out of order
+	misuseEnd                      // an end function called twice or on another goroutine
+	misuseNeverEnded               // spans still open at Close
+	misuseKinds
+)
+
+// A refusal holds the first error of each kind of misuse until the flusher
+// goroutine or Close reports it: the error handler is never called from a
+// recording call.
 type refusal struct {
-	taken atomic.Bool
-	err   atomic.Pointer[error]
+	taken [misuseKinds]atomic.Bool
+	errs  [misuseKinds]atomic.Pointer[error]
 }
 
 // refuse counts something the caller gave and the tracer left out. The
@@ -16,21 +28,23 @@ type refusal struct {
 // called only then, so misuse in a loop costs no formatting.
 func (t *Tracer) refuse(msg func() error) {
 	t.refused.Inc()
-	t.refusal.keep(msg)
+	t.refusal.keep(misuseCounter, msg)
 }
 
 // keep keeps the error msg returns for reportRefusal, if it is the first
-// misuse: one report a tracer, so misuse in a loop does not flood the log.
-func (r *refusal) keep(msg func() error) {
-	if !r.taken.Load() && r.taken.CompareAndSwap(false, true) {
+// misuse of its kind.
+func (r *refusal) keep(kind misuse, msg func() error) {
+	if !r.taken[kind].Load() && r.taken[kind].CompareAndSwap(false, true) {
 		err := msg()
-		r.err.Store(&err)
+		r.errs[kind].Store(&err)
 	}
 }
 
-// reportRefusal hands the first refusal to the error handler, once.
+// reportRefusal hands each kind's first misuse to the error handler, once.
 func (t *Tracer) reportRefusal() {
-	if err := t.refusal.err.Swap(nil); err != nil {
-		t.opts.onError(*err)
+	for i := range t.refusal.errs {
+		if err := t.refusal.errs[i].Swap(nil); err != nil {
+			t.opts.onError(*err)
+		}
 	}
 }

@@ -62,67 +62,36 @@ type chunk struct {
 // first event on a new lane takes the refill path.
 var full = &chunk{head: chunkSlots}
 
-// tokenSlots is how many span tokens each lane has. A token is reused after
-// that many spans started on the lane; the flusher also matches the
-// goroutine, so only a goroutine with that many spans started and not ended
-// on one P could have two spans with one token, and even then an end pairs
-// with the innermost of them.
-const tokenSlots = 4096
-
 // A lane is one P's chain of chunks.
 type lane struct {
 	// Producer side: touched only by a goroutine pinned to the lane's P.
 	// Pinning is what orders the accesses of successive goroutines; they
 	// are atomic (a plain move on amd64 and arm64, but for the store of
 	// cur, once per chunk) so that the race detector sees the order too.
-	cur    atomic.Pointer[chunk] // the chunk being filled
-	starts uint64                // spans started on this lane: numbers their tokens
-	_      [48]byte
+	cur  atomic.Pointer[chunk] // the chunk being filled
+	next uint64                // the token to try first: see take
+	_    [48]byte
 
 	// Consumer side: touched only by the flusher, under flushMu.
 	read *chunk // the oldest chunk not read to its end, nil before the first
 	pos  uint64 // next slot to read in read
-	seen uint64 // span starts the flusher has taken from this lane
 
 	first atomic.Pointer[chunk] // the lane's first chunk, for read to start on
 	id    uint64
 
-	// ends[i] is the function Span returns for a span whose token is i. It
-	// is made once, with the lane, so handing it out allocates nothing,
-	// and it tells the flusher which start it ends: the end's head slot
-	// carries the token.
-	ends   []func(...Arg)
-	tokens []spanToken
+	// The tokens of the spans started on this lane (see spantoken.go).
+	// Only the producer adds blocks; the flusher reads them to take back
+	// the tokens of spans it forgot.
+	blocks atomic.Pointer[[]*tokenBlock]
+	t      *Tracer
 }
-
-// A spanToken names a span start: its lane and its number there.
-type spanToken struct {
-	t  *Tracer
-	id uint64 // lane id << 32 | start number % tokenSlots
-}
-
-// end records the end of the span the token names.
-func (s *spanToken) end(args ...Arg) { s.t.record(kindEnd, 0, catScope{}, "", s.id, args) }
 
 func newLane(t *Tracer, p int) *lane {
-	l := &lane{
-		id:     uint64(p),
-		ends:   make([]func(...Arg), tokenSlots),
-		tokens: make([]spanToken, tokenSlots),
-	}
-	for i := range l.tokens {
-		l.tokens[i] = spanToken{t: t, id: uint64(p)<<32 | uint64(i)}
-		l.ends[i] = l.tokens[i].end
-	}
+	l := &lane{id: uint64(p), t: t}
+	blocks := []*tokenBlock{newTokenBlock(t, l.id, 0)}
+	l.blocks.Store(&blocks)
 	l.cur.Store(full)
 	return l
-}
-
-// token returns the token of the next span start the flusher takes from l.
-func (l *lane) nextToken() uint64 {
-	tok := l.id<<32 | l.seen%tokenSlots
-	l.seen++
-	return tok
 }
 
 // lanes is the set of per-P lanes, indexed by P id. It is replaced, never
@@ -135,7 +104,7 @@ type lanes []*lane
 // buffer on a stalled sink, which it counts). cs holds the category and
 // scope ids of async and flow events, which their handle carries (and
 // whose category was checked when it was made); other events take them
-// from their Category and Scope args, a span's end none.
+// from their Category and Namespace args, a span's end none.
 func (t *Tracer) record(k kind, flags uint8, cs catScope, name string, id uint64, args []Arg) func(...Arg) {
 	if !t.recording.Load() {
 		t.lateDrops.Inc()
@@ -166,10 +135,16 @@ func (t *Tracer) record(k kind, flags uint8, cs catScope, name string, id uint64
 			l := ls[p]
 			c := l.cur.Load()
 			if h := atomic.LoadUint64(&c.head); h+n <= chunkSlots {
+				end := nop
 				head := &c.slots[h]
 				head.num = uint64(nanotime())
 				head.meta = headMeta(k, flags, n, extra, gid)
 				head.setStr(name)
+				if k <= kindBegin {
+					var tok uint64
+					tok, end = l.take(gid)
+					head.n |= tok << 32
+				}
 				if k == kindEnd {
 					head.n = id // the token
 					if n > 1 {
@@ -179,12 +154,6 @@ func (t *Tracer) record(k kind, flags uint8, cs catScope, name string, id uint64
 					putEvent(c.slots[h:h+n], extra, cs, id, args)
 				}
 				storeRelease(&c.head, h+n)
-				end := nop
-				if k <= kindBegin {
-					starts := atomic.LoadUint64(&l.starts)
-					end = l.ends[starts%tokenSlots]
-					storeRelease(&l.starts, starts+1)
-				}
 				procUnpin()
 				return end
 			}

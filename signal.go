@@ -29,14 +29,24 @@ import (
 // covered leaves the file as SIGKILL does: every event up to the last
 // flush, in a file both viewers open.
 
-// StopOnSignal stops the default tracer, writing out and closing its file,
-// when the process receives one of sigs (SIGINT and SIGTERM if none are
-// given), and then lets the signal do what it would have done without
-// StopOnSignal: it stops listening and sends the signal again, so a
-// program that does not handle the signal itself dies of it, with the
-// exit status that shows it, and one that does gets it as usual (though
-// events it records after that are not written: such a program should call
-// Stop at the end of its own shutdown instead).
+// StopOnSignal is for a program that does not handle sigs itself (SIGINT
+// and SIGTERM if none are given): when the process receives one, it stops
+// the default tracer, writing out and closing its file, and then lets the
+// signal do what it would have done without StopOnSignal: it stops
+// listening and sends the signal again, so the program dies of it, with
+// the exit status that shows it.
+//
+// A program with its own handler (signal.Notify, signal.NotifyContext)
+// must not call it: Go delivers a signal to every channel registered for
+// it and cannot tell whether another is, so the program would get each
+// signal twice, and a second signal often means "exit now". Such a
+// program calls Stop at the end of its own shutdown instead, which also
+// keeps the events its shutdown records:
+//
+//	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+//	defer cancel()
+//	defer tracer.Stop()
+//	serve(ctx) // returns once ctx is done and the shutdown is over
 //
 // Stop waits for the file at most the stop timeout (WithStopTimeout), so a
 // stalled disk delays the exit by that much at most. The returned function

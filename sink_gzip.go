@@ -66,7 +66,7 @@ var syncMarker = [4]byte{0x00, 0x00, 0xff, 0xff}
 // (-2) and gzip.NoCompression (0) through gzip.BestSpeed (1) to
 // gzip.BestCompression (9); gzip.DefaultCompression (-1) means
 // DefaultGzipLevel. A path ending in ".gz" is gzipped at
-// DefaultGzipLevel without this option. With NewWriter or NewWithSink the
+// DefaultGzipLevel without this option. With NewWithWriter or NewWithSink the
 // stream is compressed.
 func WithGzip(level int) Option {
 	return optionFunc(func(o *options) error {

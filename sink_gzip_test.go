@@ -83,7 +83,7 @@ func TestGzipFile(t *testing.T) {
 				}
 				require.NoError(t, tr.Flush())
 			}
-			end := tr.Begin("open at the last flush")
+			end := tr.LongSpan("open at the last flush")
 			require.NoError(t, tr.Flush())
 
 			// Before Close the file is a run of members, each one whole,
@@ -281,7 +281,7 @@ func TestGzipCrashSIGKILL(t *testing.T) {
 // other and nothing joins them.
 func TestGzipStream(t *testing.T) {
 	var buf bytes.Buffer
-	tr, err := NewWriter(&buf, WithGzip(1))
+	tr, err := NewWithWriter(&buf, WithGzip(1))
 	require.NoError(t, err)
 	tr.Span("a")()
 	require.NoError(t, tr.Flush())

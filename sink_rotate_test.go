@@ -52,7 +52,7 @@ func rotationWorkload(t *testing.T, tr *Tracer) int {
 			defer wg.Done()
 			tr.SetGoroutineName(fmt.Sprintf("worker %d", w))
 			tr.SetGoroutineSortIndex(w)
-			lifetime := tr.Begin("lifetime", Int("w", w))
+			lifetime := tr.LongSpan("lifetime", Int("w", w))
 			begun.Done()
 			for round := range start[w] {
 				if !round {
@@ -224,7 +224,7 @@ func TestRotationOptions(t *testing.T) {
 			assert.ErrorContains(t, err, tt.err)
 		})
 	}
-	_, err := NewWriter(os.Stdout, WithMaxFileSize(1<<20))
+	_, err := NewWithWriter(os.Stdout, WithMaxFileSize(1<<20))
 	assert.ErrorIs(t, err, errRotateStream)
 }
 

@@ -25,11 +25,11 @@ import (
 // recovers stays valid.
 type Sink = io.WriteCloser
 
-// NewWriter creates a Tracer writing the trace to w: standard output, a
+// NewWithWriter creates a Tracer writing the trace to w: standard output, a
 // network connection, a buffer. With WithGzip the trace is compressed. The
 // Tracer never closes w. Like New, it writes the head of the trace at once
 // and returns an error if that write fails.
-func NewWriter(w io.Writer, opts ...Option) (*Tracer, error) {
+func NewWithWriter(w io.Writer, opts ...Option) (*Tracer, error) {
 	return newStream(newWriterSink(w, nil), opts)
 }
 

@@ -18,15 +18,15 @@ type closeCounter struct {
 
 func (c *closeCounter) Close() error { c.closed++; return nil }
 
-func TestNewWriter(t *testing.T) {
+func TestNewWithWriter(t *testing.T) {
 	var w closeCounter
-	tr, err := NewWriter(&w, WithProcessName("to a writer"))
+	tr, err := NewWithWriter(&w, WithProcessName("to a writer"))
 	require.NoError(t, err)
 	assert.True(t, bytes.HasPrefix(w.Bytes(), []byte("[\n{\"name\":\"process_name\"")), "the head is written at once")
 	tr.SetGoroutineName("main")
 	tr.Span("work", Int("n", 1))()
 	require.NoError(t, tr.Close())
-	assert.Zero(t, w.closed, "NewWriter never closes its writer")
+	assert.Zero(t, w.closed, "NewWithWriter never closes its writer")
 
 	var evs []event
 	dec := json.NewDecoder(&w)
@@ -54,9 +54,9 @@ type failWriter struct{}
 
 func (failWriter) Write([]byte) (int, error) { return 0, errors.New("broken pipe") }
 
-func TestNewWriterHeadFails(t *testing.T) {
-	_, err := NewWriter(failWriter{})
+func TestNewWithWriterHeadFails(t *testing.T) {
+	_, err := NewWithWriter(failWriter{})
 	assert.ErrorContains(t, err, "broken pipe")
-	_, err = NewWriter(failWriter{}, WithGzip(1))
+	_, err = NewWithWriter(failWriter{}, WithGzip(1))
 	assert.ErrorContains(t, err, "broken pipe")
 }

@@ -12,7 +12,7 @@ func nop(...Arg) {}
 // the span when the function returns and never ends it.
 //
 // What is known only when the span ends, a status or a size, goes to the
-// returned function, and joins the span's args (Category and Scope args
+// returned function, and joins the span's args (Category and Namespace args
 // there are ignored):
 //
 //	end := tracer.Span("request", tracer.String("route", route))
@@ -26,10 +26,17 @@ func nop(...Arg) {}
 // they began: a span still open when one begun before it ends cannot be
 // drawn nested, and is not written (counted in Stats.Forgotten and
 // reported once to the error handler) unless its begin event was already
-// written, in which case it ends with the outer span. Call the returned
-// function once, on the goroutine that started the span. Any number of
-// spans may be open at once, up to a million, at about 150 bytes each in
-// the flusher while they are open. A span that ends within a flush
+// written, in which case it ends with the outer span.
+//
+// Call the returned function once, on the goroutine that started the
+// span. A second call (a deferred end after an early one on an error
+// path), a call on another goroutine, or a call after the span was
+// forgotten ends nothing: it is counted in Stats.Unmatched and reported
+// once to the error handler, and no other span is touched. A span never
+// ended is written with its start and no end, and Close reports it.
+//
+// Any number of spans may be open at once, up to a million, at about 200
+// bytes each while they are open. A span that ends within a flush
 // interval is written as one complete ("X") event; one still open when a
 // flush comes and older than the flush interval is written as a begin
 // ("B") event at once and an end ("E") event later, so a crash in the
@@ -53,20 +60,25 @@ func (t *Tracer) Span(name string, args ...Arg) func(...Arg) {
 	return t.startSpan(name, args)
 }
 
-// Begin is Span for work whose start must reach the file at the next flush,
-// however short it turns out: it is always written as a begin ("B") event
-// and an end ("E") event carrying the same name (Chrome's DevTools needs
-// it). It costs one event more in the file than a short Span.
-func Begin(name string, args ...Arg) func(...Arg) {
+// LongSpan is Span for work you want to see while it runs: a migration, a
+// phase of a batch job, a request you expect to hang. Its start is in the
+// file from the next flush, so a trace read before it ends, or left by a
+// crash, shows it running from its start to the end of the trace. (Span
+// shows that too, but only once the span is older than the flush
+// interval.) Spans still open inside it when its start is written become B and E
+// events too, so that B and E events nest in file order. It costs one
+// event more in the file than a short Span: a start and an end (B and E
+// events, the end repeating the name, which Chrome's DevTools needs).
+func LongSpan(name string, args ...Arg) func(...Arg) {
 	if t := (*Tracer)(std.Load()); t != nil {
 		return t.startBegin(name, args)
 	}
 	return nop
 }
 
-// Begin starts a span on t that is written as B and E; see the
-// package-level Begin.
-func (t *Tracer) Begin(name string, args ...Arg) func(...Arg) {
+// LongSpan starts a span on t that is written as B and E; see the
+// package-level LongSpan.
+func (t *Tracer) LongSpan(name string, args ...Arg) func(...Arg) {
 	if t == nil {
 		return nop
 	}
@@ -74,7 +86,7 @@ func (t *Tracer) Begin(name string, args ...Arg) func(...Arg) {
 }
 
 // startSpan and startBegin record the start of a span. Their short
-// parameter lists keep Span and Begin within the inliner's budget, so that
+// parameter lists keep Span and LongSpan within the inliner's budget, so that
 // when tracing is off they cost one atomic load and a branch in the caller.
 //
 //go:noinline

@@ -1,45 +1,3 @@
-// Package tracer records where a Go program's time goes and writes it as a
-// Chrome Trace Event Format file that Perfetto (ui.perfetto.dev) and
-// chrome://tracing open directly.
-//
-// # Quick start
-//
-//	func main() {
-//		if err := tracer.Start("trace.json"); err != nil {
-//			log.Fatal(err)
-//		}
-//		defer tracer.Stop()
-//
-//		tracer.SetGoroutineName("main")
-//		defer tracer.Span("work", tracer.Int("items", 3))()
-//		// ...
-//	}
-//
-// Open trace.json at https://ui.perfetto.dev. Every goroutine is a track; the
-// spans a goroutine records nest on its track.
-//
-// # Cost
-//
-// Recording is lock-free and allocation-free: an event is a few 32-byte
-// slots written into a buffer owned by the current P (the runtime's
-// processor), and a background goroutine, the flusher, encodes the buffers
-// as JSON for a writer goroutine. `defer tracer.Span("x")()` costs little
-// more than the two clock reads it needs, and about one atomic load when
-// tracing is off. A program that records faster than the flusher keeps up
-// with helps it: the recording goroutine encodes, and waits for the disk
-// when the buffers are full, so no event is lost while the disk keeps up.
-// Only when the sink stalls are events dropped and counted (never, with
-// WithLossless); Stats reports the count and the trace shows it as the
-// "tracer.dropped" counter.
-//
-// # The file survives a crash
-//
-// The file starts with "[" and holds one event per line, each followed by a
-// comma, and every write ends on an event boundary. Both viewers accept the
-// array without its closing "]", so a process killed with SIGKILL leaves a
-// file they open, holding everything up to the last flush (at most the flush
-// interval old, 100ms by default). Close, or Stop, ends the array so the file
-// is also strict JSON.
 package tracer
 
 import (
@@ -60,7 +18,7 @@ var ErrClosed = errors.New("tracer: closed")
 // ErrStarted is returned by Start when the default tracer is already running.
 var ErrStarted = errors.New("tracer: already started")
 
-// A Tracer records events into per-P ring buffers and writes them to its
+// A Tracer records events into per-P buffers and writes them to its
 // file from a background goroutine. All its methods are safe for concurrent
 // use. A nil *Tracer is valid and records nothing, so code can hold one
 // unconditionally.
@@ -73,6 +31,7 @@ type Tracer struct {
 	lateDrops  atomic.Uint64                  // events refused because the tracer was closed
 	dropped    atomic.Uint64                  // events dropped: full buffers on a stalled sink
 	refused    atomic.Uint64                  // events and counter series refused: see refuse
+	unmatched  atomic.Uint64                  // span ends that ended nothing: see spantoken.go
 	refusal    refusal
 	kept       keptEnds // span ends that found no room: see keepEnd
 	lanes      atomic.Pointer[lanes]
@@ -100,7 +59,7 @@ type Stats struct {
 	Late       uint64 // events recorded after Close began, never written
 	SinkErrors uint64 // failed writes; their events are in Lost
 	Lost       uint64 // events encoded but lost because the sink failed
-	Unmatched  uint64 // span ends that matched no open span of their goroutine
+	Unmatched  uint64 // span end calls that ended nothing: a second call, a call on another goroutine, or the end of a forgotten span (see Span)
 	Forgotten  uint64 // open spans not written: ended out of order, or past the bound on open spans (see Span)
 	Refused    uint64 // events and counter series left out because no viewer can show them (see Counter)
 
@@ -118,7 +77,7 @@ type Stats struct {
 // line written (as on a full disk).
 //
 // A path ending in ".gz" is gzipped (see WithGzip), and WithMaxFileSize
-// rotates the file. NewWriter writes to any io.Writer instead. A path may
+// rotates the file. NewWithWriter writes to any io.Writer instead. A path may
 // name a named pipe: New waits for a process to open it for reading at
 // most the stop timeout (WithStopTimeout).
 func New(path string, opts ...Option) (*Tracer, error) {

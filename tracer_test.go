@@ -44,7 +44,7 @@ func TestRoundTripEveryKind(t *testing.T) {
 	end := tr.Span("outer",
 		String("s", "v"), Int("i", -3), Int64("i64", math.MinInt64), Uint64("u", math.MaxUint64),
 		Float64("f", 1.5), Bool("b", true))
-	endB := tr.Begin("region", Int("n", 1))
+	endB := tr.LongSpan("region", Int("n", 1))
 	tr.Instant("thread instant", String("why", "test"))
 	tr.InstantProcess("process instant")
 	tr.InstantGlobal("global instant")
@@ -67,7 +67,7 @@ func TestRoundTripEveryKind(t *testing.T) {
 	assert.Equal(t, gid, tn.Tid)
 	assert.Equal(t, -1.0, find(t, evs, "M", "thread_sort_index").Args["sort_index"])
 
-	// A Begin inside a Span makes the Span a B/E pair too, so that B and E
+	// A LongSpan inside a Span makes the Span a B/E pair too, so that B and E
 	// events nest in file order.
 	x, xe := find(t, evs, "B", "outer"), find(t, evs, "E", "outer")
 	assert.Equal(t, pid, x.Pid)
@@ -146,7 +146,7 @@ func TestNestingAcrossManyGoroutines(t *testing.T) {
 				if d%2 == 0 {
 					defer tr.Span("span")()
 				} else {
-					defer tr.Begin("begin")()
+					defer tr.LongSpan("begin")()
 				}
 				nest(d - 1)
 				runtime.Gosched()
@@ -189,9 +189,9 @@ func TestBeginEndOrderWhileMigrating(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := 0; i < 300; i++ {
-				end := tr.Begin("outer")
+				end := tr.LongSpan("outer")
 				runtime.Gosched()
-				inner := tr.Begin("inner")
+				inner := tr.LongSpan("inner")
 				time.Sleep(time.Duration(i%3) * 10 * time.Microsecond)
 				inner()
 				runtime.Gosched()
@@ -376,7 +376,7 @@ func TestZeroAllocs(t *testing.T) {
 	on := map[string]func(){
 		"Span":        func() { tr.Span("x")() },
 		"SpanTwoArgs": func() { tr.Span("x", String("k", "v"), Int("n", 1))() },
-		"Begin":       func() { tr.Begin("x", Int("n", 1))() },
+		"LongSpan":    func() { tr.LongSpan("x", Int("n", 1))() },
 		"Instant":     func() { tr.Instant("x", Bool("b", true)) },
 	}
 	for name, f := range on {
@@ -444,7 +444,7 @@ func TestConcurrentStart(t *testing.T) {
 func TestNilTracerIsANoOp(t *testing.T) {
 	var tr *Tracer
 	tr.Span("x")()
-	tr.Begin("x")()
+	tr.LongSpan("x")()
 	tr.Instant("x")
 	tr.SetGoroutineName("x")
 	assert.NoError(t, tr.Flush())
@@ -474,43 +474,6 @@ func TestGoroutineIDMatchesRuntime(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-}
-
-// TestReusedTokenEndsTheRightSpan: span end functions are tokens of their
-// lane, reused after tokenSlots spans, so a new span can get the token of
-// one that is still open. The end of the old span, recorded right after
-// the start of the new one by another goroutine, must not be taken for the
-// new span's.
-func TestReusedTokenEndsTheRightSpan(t *testing.T) {
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1)) // one P, one lane
-	tr, path := newTestTracer(t, WithFlushInterval(10*time.Second))
-	endA := tr.Span("A") // token 0
-	for i := 0; i < tokenSlots-1; i++ {
-		tr.Span("fill")()
-	}
-	require.NoError(t, tr.Flush()) // the next span gets token 0 again
-	started, endB, ended := make(chan struct{}), make(chan struct{}), make(chan struct{})
-	go func() { // B gets token 0, on another goroutine
-		end := tr.Span("B")
-		close(started)
-		<-endB
-		end()
-		close(ended)
-	}()
-	<-started
-	endA() // the end of A, carrying token 0
-	require.NoError(t, tr.Flush())
-	close(endB)
-	<-ended
-	require.NoError(t, tr.Close())
-
-	evs := readClosed(t, path)
-	checkTracks(t, evs)
-	a, b := find(t, evs, "X", "A"), find(t, evs, "X", "B")
-	assert.NotEqual(t, a.Tid, b.Tid)
-	assert.Less(t, a.Ts, b.Ts)
-	assert.Greater(t, b.Ts+b.Dur, a.Ts+a.Dur, "B ends after A")
-	assert.Zero(t, tr.Stats().Unmatched)
 }
 
 // TestDefaultLifecycle is issue 11 item 5: closing the default tracer

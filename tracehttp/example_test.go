@@ -22,7 +22,7 @@ func Example() {
 	var buf bytes.Buffer
 	// A long flush interval keeps every span one X event, however slow
 	// the machine, so the output below is stable.
-	t, _ := tracer.NewWriter(&buf, tracer.WithFlushInterval(10*time.Second))
+	t, _ := tracer.NewWithWriter(&buf, tracer.WithFlushInterval(10*time.Second))
 	tracer.SetDefault(t) // or tracer.Start("trace.json")
 
 	mux := http.NewServeMux()

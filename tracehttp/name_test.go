@@ -30,12 +30,12 @@ func TestSpanName(t *testing.T) {
 // TestFlowHeaders checks that a header ends a flow only if it names, in
 // this process's form, a flow this process issued and did not end yet.
 func TestFlowHeaders(t *testing.T) {
-	tr, err := tracer.NewWriter(io.Discard)
+	tr, err := tracer.NewWithWriter(io.Discard)
 	require.NoError(t, err)
 	defer tr.Close()
 	ft, other := newFlowTable(), newFlowTable()
 	require.NotEqual(t, ft.nonce, other.nonce)
-	f := tr.FlowStart("http")
+	f := tr.FlowBegin("http")
 	v := ft.issue(f)
 	id := strconv.FormatUint(f.ID(), 36)
 	for _, bad := range []string{"", "-", id, "-" + id, other.nonce + "-" + id, ft.nonce + "-zz!", ft.nonce + "-" + id + "0"} {

@@ -224,7 +224,7 @@ func (t *transport) roundTrip(req *http.Request) (*http.Response, error) {
 	defer tracer.Span(name, catClient, host, path)()
 	op := tracer.AsyncBegin(name, catClient, host, path)
 
-	if f := tracer.FlowStart("http", catServer); f.ID() != 0 {
+	if f := tracer.FlowBegin("http", catServer); f.ID() != 0 {
 		// A RoundTripper must not change the caller's request: send a copy.
 		req = req.Clone(req.Context())
 		req.Header.Set(FlowHeader, flows.issue(f))

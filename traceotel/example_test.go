@@ -15,7 +15,7 @@ import (
 // every span it records is also an async slice in the trace.
 func Example() {
 	var buf bytes.Buffer
-	t, _ := tracer.NewWriter(&buf)
+	t, _ := tracer.NewWithWriter(&buf)
 	tracer.SetDefault(t) // or tracer.Start("trace.json")
 
 	tp := sdktrace.NewTracerProvider(

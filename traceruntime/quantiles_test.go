@@ -33,7 +33,7 @@ func TestQuantiles(t *testing.T) {
 // BenchmarkSample times one sample: reading the metrics and recording six
 // counters.
 func BenchmarkSample(b *testing.B) {
-	tr, err := tracer.NewWriter(io.Discard)
+	tr, err := tracer.NewWithWriter(io.Discard)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -5,7 +5,7 @@
 //
 // which compiles, but starts the span when the function returns and never
 // ends it: the function Span returns, the one that ends the span, is
-// dropped. The form meant is defer tracer.Span("decode")(). Begin, and the
+// dropped. The form meant is defer tracer.Span("decode")(). LongSpan, and the
 // methods of *tracer.Tracer and *tracer.FlightRecorder, are checked too.
 //
 // Run it with go vet:
@@ -29,7 +29,7 @@ import (
 // tracerPath is the import path of the package whose calls are checked.
 const tracerPath = "github.com/gotracer/tracer"
 
-// Analyzer reports deferred calls of Span and Begin whose result, the
+// Analyzer reports deferred calls of Span and LongSpan whose result, the
 // function that ends the span, is dropped.
 var Analyzer = &analysis.Analyzer{
 	Name:     "tracerdefer",
@@ -47,7 +47,7 @@ func run(pass *analysis.Pass) (any, error) {
 		if !ok || fn.Pkg() == nil || fn.Pkg().Path() != tracerPath {
 			return
 		}
-		if name := fn.Name(); name == "Span" || name == "Begin" {
+		if name := fn.Name(); name == "Span" || name == "LongSpan" {
 			pass.Report(analysis.Diagnostic{
 				Pos:     d.Pos(),
 				End:     d.End(),

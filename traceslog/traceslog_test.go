@@ -142,7 +142,7 @@ func TestHandlerAllocations(t *testing.T) {
 		testing.AllocsPerRun(100, logAt(wrapped, slog.LevelInfo)), "tracing off")
 
 	var buf bytes.Buffer
-	tr, err := tracer.NewWriter(&buf)
+	tr, err := tracer.NewWithWriter(&buf)
 	require.NoError(t, err)
 	on := slog.New(traceslog.NewHandler(nop{}, &traceslog.HandlerOptions{Tracer: tr}))
 	assert.Equal(t, testing.AllocsPerRun(100, logAt(base, slog.LevelInfo)),
@@ -155,7 +155,7 @@ func TestHandlerAllocations(t *testing.T) {
 // every integration are in the benchmarks module.
 func BenchmarkHandler(b *testing.B) {
 	ctx := context.Background()
-	tr, err := tracer.NewWriter(io.Discard)
+	tr, err := tracer.NewWithWriter(io.Discard)
 	require.NoError(b, err)
 	defer tr.Close()
 	for _, bc := range []struct {

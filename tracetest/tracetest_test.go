@@ -75,7 +75,7 @@ func TestTraceOfTests(t *testing.T) {
 			evs := tracecheck.Read(t, path)
 			data, err := os.ReadFile(path)
 			require.NoError(t, err)
-			assert.Contains(t, string(data[len(data)-3:]), "]", "Main closes the file")
+			assert.Contains(t, string(data[len(data)-5:]), "]", "Main closes the file")
 			tracks := tracecheck.Tracks(t, evs)
 			names := map[uint64]string{}
 			for _, e := range tracecheck.Named(evs, "thread_name") {

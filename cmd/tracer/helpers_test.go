@@ -56,7 +56,7 @@ func workload(tr *tracer.Tracer, workers int, stop func() bool) {
 				default:
 					if i%20 == 0 {
 						select {
-						case flows <- tr.FlowStart("handoff"):
+						case flows <- tr.FlowBegin("handoff"):
 						default:
 						}
 					}

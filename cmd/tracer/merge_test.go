@@ -126,7 +126,7 @@ func TestMergeRotated(t *testing.T) {
 	path := filepath.Join(dir, "rot.json")
 	tr, err := tracer.New(path, tracer.WithMaxFileSize(16<<10))
 	require.NoError(t, err)
-	end := tr.Begin("whole run")
+	end := tr.LongSpan("whole run")
 	workload(tr, 2, func() bool { tr.Flush(); return tr.Stats().Bytes > 200<<10 })
 	end()
 	require.NoError(t, tr.Close())

@@ -29,6 +29,19 @@ func strictEvents(t *testing.T, path string) []map[string]any {
 		data, err = io.ReadAll(zr)
 		require.NoError(t, err)
 	}
+	// A cleanly closed plain file is the object form (issue 10 item 11);
+	// anything else, and everything this command writes, is an array.
+	if trimmed := bytes.TrimSpace(data); len(trimmed) > 0 && trimmed[0] == '{' {
+		var obj struct {
+			DisplayTimeUnit string           `json:"displayTimeUnit"`
+			TraceEvents     []map[string]any `json:"traceEvents"`
+		}
+		dec := json.NewDecoder(bytes.NewReader(data))
+		dec.DisallowUnknownFields()
+		require.NoError(t, dec.Decode(&obj), "must be strict JSON")
+		require.Equal(t, "ns", obj.DisplayTimeUnit)
+		return obj.TraceEvents
+	}
 	var evs []map[string]any
 	require.NoError(t, json.Unmarshal(data, &evs), "must be strict JSON")
 	return evs

@@ -99,7 +99,7 @@ func postOrder(w http.ResponseWriter, r *http.Request) {
 	func() {
 		defer tracer.Span("fan out", tracer.Int("bytes", len(body)))()
 		for _, step := range []string{"check stock", "charge card"} {
-			ctx := tracer.ContextWithFlow(r.Context(), tracer.FlowStart(step))
+			ctx := tracer.ContextWithFlow(r.Context(), tracer.FlowBegin(step))
 			wg.Go(func() { runStep(ctx, step) })
 		}
 	}()

@@ -113,7 +113,7 @@ func (p *pipeline) produce(n int) {
 			time.Sleep(time.Duration(100+rand.IntN(200)) * time.Microsecond)
 			j := job{id: i, size: 1 + rand.IntN(8)}
 			j.op = tracer.AsyncBegin("job", catPipeline, tracer.Int("job", i), tracer.Int("size", j.size))
-			j.flow = tracer.FlowStart("job", catPipeline)
+			j.flow = tracer.FlowBegin("job", catPipeline)
 			p.inFlight.Add(1)
 			p.queue <- j
 			p.counters()

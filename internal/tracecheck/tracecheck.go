@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -39,6 +40,11 @@ func (e Event) Local() string {
 	return s
 }
 
+// objectHead starts a plain trace file closed by Close, which is the
+// object {"displayTimeUnit":"ns","traceEvents":[...]}; until then the
+// file is the array behind as many spaces.
+const objectHead = `{"displayTimeUnit":"ns","traceEvents":`
+
 // Read parses the trace at path with a strict JSON parser: as it is if
 // it was closed, after the documented repair (strip the trailing comma,
 // add "]") if it was not.
@@ -46,6 +52,18 @@ func Read(t testing.TB, path string) []Event {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	require.NoError(t, err)
+	if bytes.HasPrefix(data, []byte(objectHead)) {
+		var obj struct {
+			DisplayTimeUnit string  `json:"displayTimeUnit"`
+			TraceEvents     []Event `json:"traceEvents"`
+		}
+		dec := json.NewDecoder(bytes.NewReader(data))
+		dec.DisallowUnknownFields()
+		require.NoError(t, dec.Decode(&obj), "the trace must be strict JSON")
+		require.Equal(t, "ns", obj.DisplayTimeUnit)
+		return obj.TraceEvents
+	}
+	data = bytes.TrimPrefix(data, []byte(strings.Repeat(" ", len(objectHead))))
 	require.True(t, bytes.HasPrefix(data, []byte("[\n{\"")), "a trace starts with [ and an event: %.40q", data)
 	trimmed := bytes.TrimRight(data, " \t\r\n")
 	if !bytes.HasSuffix(trimmed, []byte("]")) {

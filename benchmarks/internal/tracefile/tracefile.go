@@ -37,12 +37,12 @@ func Count(path, name string) (Counts, error) {
 	return CountBytes(Repair(data), name)
 }
 
-// Repair returns data as strict JSON: unchanged if it ends with "]",
-// otherwise with an incomplete last line deleted, the trailing comma
-// stripped and "]" appended.
+// Repair returns data as strict JSON: unchanged if it ends with "]" (or
+// "]}", a plain file closed as an object), otherwise with an incomplete
+// last line deleted, the trailing comma stripped and "]" appended.
 func Repair(data []byte) []byte {
 	trimmed := bytes.TrimRight(data, " \t\r\n")
-	if bytes.HasSuffix(trimmed, []byte("]")) {
+	if bytes.HasSuffix(trimmed, []byte("]")) || bytes.HasSuffix(trimmed, []byte("]\n}")) {
 		return data
 	}
 	if !bytes.HasSuffix(trimmed, []byte("},")) {
@@ -60,8 +60,20 @@ func Repair(data []byte) []byte {
 func CountBytes(data []byte, name string) (Counts, error) {
 	var c Counts
 	dec := json.NewDecoder(bytes.NewReader(data))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('[') {
-		return c, fmt.Errorf("tracefile: not a JSON array (first token %v, %v)", tok, err)
+	tok, err := dec.Token()
+	if tok == json.Delim('{') {
+		// A plain file closed by Close: {"displayTimeUnit":"ns","traceEvents":[...]}.
+		for err == nil && tok != "traceEvents" {
+			if tok, err = dec.Token(); err == nil && tok == "displayTimeUnit" {
+				tok, err = dec.Token()
+			}
+		}
+		if err == nil {
+			tok, err = dec.Token()
+		}
+	}
+	if err != nil || tok != json.Delim('[') {
+		return c, fmt.Errorf("tracefile: not a trace's array of events (token %v, %v)", tok, err)
 	}
 	open := map[int64]int{} // B events of name still open, per tid
 	for dec.More() {

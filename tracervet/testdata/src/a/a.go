@@ -8,14 +8,14 @@ func (other) Span(string) func() { return func() {} }
 
 func bad(t *tracer.Tracer, r *tracer.FlightRecorder) {
 	defer tracer.Span("x")          // want `defer tracer.Span\(...\) starts the span when the function returns and never ends it`
-	defer tracer.Begin("x")         // want `defer tracer.Begin`
+	defer tracer.LongSpan("x")      // want `defer tracer.LongSpan`
 	defer t.Span("x", tracer.Arg{}) // want `defer tracer.Span`
-	defer r.Begin("x")              // want `defer tracer.Begin`
+	defer r.LongSpan("x")           // want `defer tracer.LongSpan`
 }
 
 func good(t *tracer.Tracer, o other) {
 	defer tracer.Span("x")()
-	defer t.Begin("x")(tracer.Arg{})
+	defer t.LongSpan("x")(tracer.Arg{})
 	end := tracer.Span("x")
 	defer end()
 	defer tracer.Instant("x")

@@ -8,10 +8,10 @@ type Tracer struct{}
 
 type FlightRecorder struct{ *Tracer }
 
-func Span(name string, args ...Arg) func(...Arg)  { return func(...Arg) {} }
-func Begin(name string, args ...Arg) func(...Arg) { return func(...Arg) {} }
+func Span(name string, args ...Arg) func(...Arg)     { return func(...Arg) {} }
+func LongSpan(name string, args ...Arg) func(...Arg) { return func(...Arg) {} }
 
-func (t *Tracer) Span(name string, args ...Arg) func(...Arg)  { return func(...Arg) {} }
-func (t *Tracer) Begin(name string, args ...Arg) func(...Arg) { return func(...Arg) {} }
+func (t *Tracer) Span(name string, args ...Arg) func(...Arg)     { return func(...Arg) {} }
+func (t *Tracer) LongSpan(name string, args ...Arg) func(...Arg) { return func(...Arg) {} }
 
 func Instant(name string, args ...Arg) {}

@@ -253,8 +253,8 @@ func TestFailingSinkRecovers(t *testing.T) {
 func TestSpanEndsAreNeverDropped(t *testing.T) {
 	s, path := newGateSink(t)
 	tr := newTracerOn(t, s, WithBufferLimit(chunkBytes), WithFlushInterval(10*time.Second))
-	outer := tr.Begin("outer") // written as B at once
-	short := tr.Span("short")  // still in the buffers
+	outer := tr.LongSpan("outer") // written as B at once
+	short := tr.Span("short")     // still in the buffers
 	require.NoError(t, tr.Flush())
 	s.stall()
 	for i := 0; tr.Stats().Dropped == 0; i++ {

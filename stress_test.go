@@ -51,12 +51,12 @@ func settledGoroutines(want int) int {
 
 // memoryCeiling is the most heap a tracer may hold, whatever the load:
 // its buffers at their limit, two chunks more than there are lanes, each
-// lane's span ends and tokens (with 32 bytes of closure each), the
+// lane's first block of span tokens and their end functions (with 16 bytes of closure each), the
 // writer's queue of batches, the open-span table at its bound (1 KiB a
 // span with room to spare; 600 bytes measured) and 4 MiB for the rest.
 func memoryCeiling(procs, bufferLimit int) uint64 {
-	token := unsafe.Sizeof(spanToken{}) + unsafe.Sizeof(func() {}) + 32
-	lanes := uint64(procs) * (chunkBytes + tokenSlots*uint64(token))
+	token := unsafe.Sizeof(spanToken{}) + unsafe.Sizeof(func() {}) + 16
+	lanes := uint64(procs) * (chunkBytes + tokenBlockSize*uint64(token))
 	return uint64(bufferLimit) + 2*chunkBytes + lanes + queueBatches*(2*batchBytes) + maxOpenSpans<<10 + 4<<20
 }
 
@@ -174,7 +174,7 @@ func TestGOMAXPROCSChurn(t *testing.T) {
 				if seq%3 == 0 {
 					runtime.Gosched()
 				}
-				tr.Begin("inner", id)()
+				tr.LongSpan("inner", id)()
 				outer()
 			}
 		}()
@@ -249,7 +249,7 @@ func TestOpenSpansTrim(t *testing.T) {
 		}
 	}
 	require.Equal(t, 225, o.count)
-	forgotten := o.trim(max)
+	forgotten := o.trim(&Tracer{}, max)
 	total := 0
 	for gid, s := range o.stacks {
 		total += len(*s)
@@ -259,6 +259,6 @@ func TestOpenSpansTrim(t *testing.T) {
 	assert.Equal(t, 225-total, forgotten, "every forgotten span is counted")
 	assert.LessOrEqual(t, o.count, max-max/4)
 	assert.Greater(t, o.count, max/2)
-	assert.Zero(t, o.trim(max))
+	assert.Zero(t, o.trim(&Tracer{}, max))
 	assert.Equal(t, total, o.count, "under the bound, trim does nothing")
 }

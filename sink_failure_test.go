@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -38,31 +37,13 @@ func (w *flakyWriter) Write(p []byte) (int, error) {
 	return 0, fmt.Errorf("write failed")
 }
 
-// errorLog collects what the error handler is given.
-type errorLog struct {
-	mu   sync.Mutex
-	errs []error
-}
-
-func (l *errorLog) handle(err error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.errs = append(l.errs, err)
-}
-
-func (l *errorLog) len() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return len(l.errs)
-}
-
 // faultWorkload records spans that cross flushes, so that failed writes
 // hold B events whose E events come later, and flushes after each step:
 // four writes a round, so that every step meets a failing write.
 func faultWorkload(t *testing.T, tr *Tracer, rounds int) {
 	tr.SetGoroutineName("worker")
 	for i := 0; i < rounds; i++ {
-		outer := tr.Begin("outer", Int("i", i))
+		outer := tr.LongSpan("outer", Int("i", i))
 		tr.Flush() // errors go to the handler
 		for j := 0; j < 20; j++ {
 			tr.Span("inner", Int("j", j))()
@@ -78,6 +59,7 @@ func faultWorkload(t *testing.T, tr *Tracer, rounds int) {
 // parseStream parses a trace that may lack its end.
 func parseStream(t testing.TB, data []byte) []event {
 	t.Helper()
+	data = asArray(data)
 	if bytes.HasSuffix(data, []byte("}\n]\n")) {
 		data = append(bytes.TrimSuffix(data, []byte("\n]\n")), ",\n"...)
 	}
@@ -105,7 +87,7 @@ func TestFailingWriter(t *testing.T) {
 			if tt.gzip {
 				opts = append(opts, WithGzip(1))
 			}
-			tr, err := NewWriter(w, opts...)
+			tr, err := NewWithWriter(w, opts...)
 			require.NoError(t, err)
 			faultWorkload(t, tr, 30)
 			tr.Close()
@@ -148,12 +130,12 @@ func TestFailingWriter(t *testing.T) {
 // not orphaned.
 func TestFailedWriteWritesBeginsAgain(t *testing.T) {
 	w := &flakyWriter{}
-	tr, err := NewWriter(w, WithErrorHandler(func(error) {}), WithFlushInterval(10*time.Second))
+	tr, err := NewWithWriter(w, WithErrorHandler(func(error) {}), WithFlushInterval(10*time.Second))
 	require.NoError(t, err)
 	require.NoError(t, tr.Flush()) // nothing to write: w.calls stays 1
-	end := tr.Begin("lost B")
+	end := tr.LongSpan("lost B")
 	require.NoError(t, tr.Flush()) // call 2: the B goes out
-	end2 := tr.Begin("B in a failed write")
+	end2 := tr.LongSpan("B in a failed write")
 	require.Error(t, tr.Flush()) // call 3 fails
 	time.Sleep(2 * time.Millisecond)
 	end2()
@@ -214,7 +196,7 @@ func TestDefaultErrorHandlerPrintsOnce(t *testing.T) {
 	os.Stderr = w
 	defer func() { os.Stderr = stderr }()
 
-	tr, err := NewWriter(&flakyWriter{}, WithFlushInterval(10*time.Second))
+	tr, err := NewWithWriter(&flakyWriter{}, WithFlushInterval(10*time.Second))
 	require.NoError(t, err)
 	for i := 0; i < 30; i++ {
 		tr.Instant("x")
@@ -316,9 +298,9 @@ func TestPartialWriteIsNotWrittenTwice(t *testing.T) {
 			if gz {
 				opts = append(opts, WithGzip(1))
 			}
-			tr, err := NewWriter(w, opts...)
+			tr, err := NewWithWriter(w, opts...)
 			require.NoError(t, err)
-			end := tr.Begin("cut")
+			end := tr.LongSpan("cut")
 			require.Error(t, tr.Flush()) // write 2, cut inside the B
 			end()
 			require.NoError(t, tr.Close())

@@ -1,0 +1,203 @@
+package tracer
+
+import (
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// onOtherGoroutine runs f on a new goroutine and waits for it.
+func onOtherGoroutine(f func()) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f()
+	}()
+	<-done
+}
+
+// TestEndMisuse is issue 11 item 1: an end function called again, on
+// another goroutine, or after its token went to another span, ends no
+// span: the live span it could be taken for ends when its own end comes,
+// the misuse is counted in Stats.Unmatched, and reported once.
+func TestEndMisuse(t *testing.T) {
+	tests := []struct {
+		name      string
+		misuses   uint64
+		run       func(tr *Tracer)
+		wantSpans []string // X events, in the file, each on a track that checks out
+	}{
+		{
+			name:    "called twice",
+			misuses: 1,
+			run: func(tr *Tracer) {
+				end := tr.Span("a")
+				end()
+				end()
+				tr.Span("b")()
+			},
+			wantSpans: []string{"a", "b"},
+		},
+		{
+			name:    "an early end and the deferred one",
+			misuses: 1,
+			run: func(tr *Tracer) {
+				defer tr.Span("outer")()
+				func() {
+					end := tr.Span("request")
+					defer end()
+					tr.Span("decode")()
+					end() // the error path ends it early
+					tr.Span("after")()
+				}()
+			},
+			wantSpans: []string{"outer", "request", "decode", "after"},
+		},
+		{
+			name:    "on another goroutine",
+			misuses: 1,
+			run: func(tr *Tracer) {
+				end := tr.Span("a")
+				onOtherGoroutine(func() { end() })
+				time.Sleep(time.Millisecond)
+				end() // the real end
+			},
+			wantSpans: []string{"a"},
+		},
+		{
+			name:    "a stale end after its token went to another goroutine's span",
+			misuses: 1,
+			run: func(tr *Tracer) {
+				defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1)) // one lane: tokens in turn
+				endA := tr.Span("A")
+				endA()
+				// Every other token of the lane, so the next span gets A's.
+				for range tokenBlockSize - 1 {
+					tr.Span("fill")()
+				}
+				started, release, done := make(chan uint64), make(chan struct{}), make(chan struct{})
+				go func() {
+					defer close(done)
+					end := tr.Span("B")
+					started <- goroutineID()
+					<-release
+					time.Sleep(time.Millisecond)
+					end()
+				}()
+				gidB := <-started
+				// The premise: B holds the token A's stale end names.
+				tok := (*tr.lanes.Load())[0].token(0)
+				assert.Equal(t, held(gidB), tok.state, "B took A's token")
+				endA() // stale
+				close(release)
+				<-done
+			},
+			wantSpans: []string{"A", "B"},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var log errorLog
+			tr, path := newTestTracer(t, WithErrorHandler(log.handle), WithFlushInterval(10*time.Second))
+			tc.run(tr)
+			require.NoError(t, tr.Close())
+
+			evs := readClosed(t, path)
+			checkTracks(t, evs)
+			assert.Empty(t, byPhase(evs, "B"), "every span ended, none was cut")
+			for _, name := range tc.wantSpans {
+				if name == "fill" {
+					continue
+				}
+				x := find(t, evs, "X", name)
+				assert.Greater(t, x.Dur, 0.0, name)
+			}
+			if b := byName(evs, "B"); len(b) == 1 {
+				// The stale end came before B's own: B lasts past the sleep.
+				assert.GreaterOrEqual(t, b[0].Dur, 1000.0, "B ends at its own end")
+			}
+			st := tr.Stats()
+			assert.Equal(t, tc.misuses, st.Unmatched)
+			assert.Zero(t, st.Forgotten+st.Dropped)
+			assert.Len(t, log.matching("end function"), 1, "reported once: %v", log.errs)
+		})
+	}
+}
+
+// TestRepeatedMisuseReportedOnce: misuse in a loop is counted every time
+// and reported once.
+func TestRepeatedMisuseReportedOnce(t *testing.T) {
+	var log errorLog
+	tr, path := newTestTracer(t, WithErrorHandler(log.handle))
+	for range 1000 {
+		end := tr.Span("twice")
+		end()
+		end()
+	}
+	require.NoError(t, tr.Close())
+	assert.Len(t, byName(readClosed(t, path), "twice"), 1000)
+	assert.Equal(t, uint64(1000), tr.Stats().Unmatched)
+	assert.Len(t, log.errs, 1, "%v", log.errs)
+}
+
+// TestNeverEndedSpanReported: a span never ended is written as a B event
+// with no end, and Close says so once.
+func TestNeverEndedSpanReported(t *testing.T) {
+	var log errorLog
+	tr, path := newTestTracer(t, WithErrorHandler(log.handle))
+	tr.Span("forgot the ()")
+	tr.Span("ended")()
+	require.NoError(t, tr.Close())
+	evs := readClosed(t, path)
+	find(t, evs, "B", "forgot the ()")
+	find(t, evs, "X", "ended")
+	got := log.matching("still open at Close")
+	require.Len(t, got, 1, "%v", log.errs)
+	assert.Contains(t, got[0], `1 span was still open at Close, among them "forgot the ()"`)
+}
+
+// TestManySpansHeldOnOneP: more spans open at once on one P than a block
+// has tokens get more tokens, and every one ends its own span.
+func TestManySpansHeldOnOneP(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	tr, path := newTestTracer(t, WithFlushInterval(10*time.Second))
+	const n = 3*tokenBlockSize + 100
+	ends := make([]func(...Arg), n)
+	for i := range ends {
+		ends[i] = tr.Span("held")
+	}
+	for i := len(ends) - 1; i >= 0; i-- {
+		ends[i](Int("i", i))
+	}
+	require.NoError(t, tr.Close())
+	assert.GreaterOrEqual(t, len(*(*tr.lanes.Load())[0].blocks.Load()), 4)
+	evs := readClosed(t, path)
+	checkTracks(t, evs)
+	assert.Len(t, byName(evs, "held"), n)
+	st := tr.Stats()
+	assert.Zero(t, st.Unmatched+st.Forgotten+st.Dropped)
+}
+
+// TestForgottenSpanTokenComesBack: the flusher gives back the token of a
+// span it forgot, so spans never ended cannot grow the token blocks
+// without bound; the forgotten span's own end is then unmatched.
+func TestForgottenSpanTokenComesBack(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	tr, _ := newTestTracer(t)
+	var end func(...Arg)
+	var gid uint64
+	onOtherGoroutine(func() {
+		end, gid = tr.Span("forgotten"), goroutineID()
+	})
+	tok := (*tr.lanes.Load())[0].token(0)
+	require.Equal(t, held(gid), tok.state)
+	tr.release(tok.id, gid)
+	assert.Zero(t, tok.state, "free again")
+	tr.release(tok.id, gid) // twice: nothing
+	onOtherGoroutine(func() { end() })
+	require.NoError(t, tr.Close())
+	assert.Equal(t, uint64(1), tr.Stats().Unmatched)
+}
