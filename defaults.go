@@ -83,7 +83,7 @@ func (t *Tracer) adoptDefaults(userCats bool) {
 	t.flushMu.Lock()
 	defer t.flushMu.Unlock()
 	f := &t.flusher
-	if f.win != nil { // a flight recorder's dumps name what it remembers
+	if f.traits.window { // a flight recorder's dumps name what it remembers
 		for gid, tn := range names {
 			f.names.adopt(gid, tn)
 		}

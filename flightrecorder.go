@@ -52,6 +52,7 @@ type FlightRecorderConfig struct {
 // Close discards the window.
 type FlightRecorder struct {
 	*tracerCore
+	win *window // the tracer's sink
 }
 
 // tracerCore is Tracer under a name that is not exported, so that the
@@ -82,11 +83,12 @@ func NewFlightRecorder(cfg FlightRecorderConfig, opts ...Option) (*FlightRecorde
 	if o.sink.rotating() {
 		return nil, errors.New("tracer: a flight recorder writes no files to rotate")
 	}
-	t, err := newTracer(&window{cfg: cfg}, o)
+	win := &window{cfg: cfg}
+	t, err := newTracer(win, o)
 	if err != nil {
 		return nil, err
 	}
-	return &FlightRecorder{tracerCore: t}, nil
+	return &FlightRecorder{tracerCore: t, win: win}, nil
 }
 
 // WriteTo writes a trace of the events in the window to w, and returns the
@@ -140,13 +142,14 @@ func (r *FlightRecorder) snapshot() ([]byte, error) {
 	}
 	f.pass(true)
 	f.sync() // into the window, which does not fail; the writer is idle now
-	f.win.evict(nanotime())
+	win := r.win
+	win.evict(nanotime())
 
 	saved := f.enc.buf
-	f.enc.buf = make([]byte, 0, f.win.bytes+64<<10)
+	f.enc.buf = make([]byte, 0, win.bytes+64<<10)
 	f.appendHeader()
-	events := make([]byte, 0, f.win.bytes)
-	for _, c := range f.win.chunks {
+	events := make([]byte, 0, win.bytes)
+	for _, c := range win.chunks {
 		events = append(events, c.buf[c.off:]...)
 	}
 	// Async and flow events whose other half left the window are left
@@ -181,6 +184,10 @@ type windowChunk struct {
 	off    int
 	events int
 	at     int64 // nanotime when written: every event in it is older
+}
+
+func (w *window) traits() sinkTraits {
+	return sinkTraits{window: true, overwritten: &w.overwritten}
 }
 
 func (w *window) Write(p []byte) (int, error) {

@@ -64,10 +64,10 @@ func TestFlightRecorderKeepsTheNewestEvents(t *testing.T) {
 			evs := takeTrace(t, r)
 			ticks := byPhase(evs, "i")
 			if tt.wantLast < 0 {
-				held := r.flusher.win.bytes
+				held := r.win.bytes
 				assert.LessOrEqual(t, held, tt.cfg.MaxBytes)
 				assert.Greater(t, held+100, tt.cfg.MaxBytes, "one more event would not fit")
-				assert.Equal(t, strings.Count(string(r.flusher.win.chunks[0].buf[r.flusher.win.chunks[0].off:]), "\n"), r.flusher.win.chunks[0].events)
+				assert.Equal(t, strings.Count(string(r.win.chunks[0].buf[r.win.chunks[0].off:]), "\n"), r.win.chunks[0].events)
 			} else {
 				require.Len(t, ticks, tt.wantLast)
 			}

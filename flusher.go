@@ -37,9 +37,8 @@ type flusher struct {
 	batch      uint64      // batches queued so far: tells which B events a failed write lost
 	batchLimit int         // bytes to encode before queueing: batchBytes, or less near a rotation
 	fileRaw    int64       // bytes encoded for the current file, when rotating
-	rot        *rotator    // the sink, if the trace is rotated
-	win        *window     // the sink, if the tracer is a flight recorder
-	names      *trackNames // goroutine names to write again, with rot or win
+	traits     sinkTraits  // what the sink says of itself
+	names      *trackNames // goroutine names to write again, for files or a window
 
 	forgotten uatomic.Uint64 // open spans given up: see pop and maxOpenSpans
 
@@ -78,9 +77,8 @@ func (f *flusher) init(t *Tracer, s sink, wall time.Time) {
 	f.enc = newEncoder(processID, t.base)
 	f.enc.buf = make([]byte, 0, 64<<10)
 	f.batchLimit = batchBytes
-	f.rot, _ = s.(*rotator)
-	f.win, _ = s.(*window)
-	if f.rot != nil || f.win != nil {
+	f.traits = s.traits()
+	if f.traits.files != nil || f.traits.window {
 		f.names = newTrackNames()
 		f.enc.names = f.names
 	}
@@ -118,14 +116,14 @@ func (t *Tracer) run() {
 // recognises a JSON trace only once it sees `[{"`, so this goes out at once.
 // A flight recorder writes its header when a trace is taken.
 func (f *flusher) writeHeader() error {
-	if f.win != nil {
+	if f.traits.window {
 		return nil
 	}
 	f.appendHeader()
 	f.appendDropCounter(f.t.base)
 	n, err := f.sink.Write(f.enc.buf)
 	f.enc.buf = f.enc.buf[:0]
-	if f.rot != nil {
+	if f.traits.files != nil {
 		f.fileRaw = int64(n)
 	}
 	return err
@@ -259,7 +257,7 @@ merge:
 	if complete {
 		f.popKeptEnds(cut)
 		f.forgotten.Add(uint64(f.open.trim(f.t, maxOpenSpans)))
-		if f.win == nil { // a flight recorder writes spans whole: see FlightRecorder
+		if !f.traits.window { // a flight recorder writes spans whole: see FlightRecorder
 			f.writeOldBegins(cut - int64(f.t.opts.flushInterval))
 		}
 		if drops := f.dropsSoFar(); drops != f.reportedDrops {
@@ -346,7 +344,7 @@ func (f *flusher) take(c *cursor, h *slot, cut int64) uint64 {
 	case kindEnd:
 		f.pop(h, rest)
 	case kindThreadName, kindThreadSort:
-		if f.win != nil {
+		if f.traits.window {
 			// A dump names every goroutine it remembers (see
 			// tracknames.go): one in the window too would be twice.
 			break
@@ -401,7 +399,7 @@ func (f *flusher) startBatch(block bool) bool {
 	b.op, b.headLen = opWrite, 0
 	f.cur = b
 	f.enc.buf = b.buf[:0]
-	if f.rot != nil {
+	if f.traits.files != nil {
 		f.maybeRotate(b)
 	}
 	return true
@@ -499,7 +497,7 @@ func (f *flusher) sync() error {
 // without the comma, so a closed file is strict JSON.
 func (f *flusher) close() error {
 	f.closing = true
-	if f.win == nil {
+	if !f.traits.window {
 		f.pass(true)
 		f.startBatch(true)
 		// Spans still open were running when the trace stopped (Stop on a
@@ -559,8 +557,8 @@ func (f *flusher) stats() Stats {
 		Unmatched:  f.t.unmatched.Load(),
 		Forgotten:  f.forgotten.Load(),
 	}
-	if f.win != nil {
-		s.Overwritten = f.win.overwritten.Load()
+	if o := f.traits.overwritten; o != nil {
+		s.Overwritten = o.Load()
 	}
 	return s
 }

@@ -102,7 +102,7 @@ func (f *flusher) push(h *slot, rest []slot, token uint64) {
 	if len(rest) > 0 {
 		top.rest = append([]slot(nil), rest...)
 	}
-	if h.kind() == kindBegin && f.win == nil {
+	if h.kind() == kindBegin && !f.traits.window {
 		f.writeBegins(*s, int64(1)<<62)
 	}
 }

@@ -55,6 +55,10 @@ func (a *pageAligned) Write(batch []byte) (int, error) {
 	return len(batch), nil
 }
 
+// The events are laid out so that a kill's cut falls between them: nothing
+// is left for a writer to mind.
+func (a *pageAligned) traits() sinkTraits { return sinkTraits{} }
+
 // Close closes the file, first making a file whose array was closed into
 // the object form that sets the display unit: see objectHead.
 func (a *pageAligned) Close() error {

@@ -5,17 +5,44 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 )
 
 // processID is the pid written on every event.
 var processID = os.Getpid()
 
-// A sink receives the encoded trace. Every Write holds whole events and
-// ends on an event boundary. Sink is its public form.
-type sink interface {
-	io.Writer
-	Close() error
+// openSink opens the sink for path: a file, gzipped when path ends in
+// ".gz" or WithGzip was given, and rotated with WithMaxFileSize.
+func openSink(path string, o *sinkOptions) (sink, error) {
+	if strings.HasSuffix(path, ".gz") && !o.gzip {
+		o.gzip, o.level = true, DefaultGzipLevel
+	}
+	if o.maxFiles > 0 && o.maxSize == 0 {
+		return nil, errors.New("tracer: WithMaxFiles needs WithMaxFileSize")
+	}
+	if o.maxSize > 0 {
+		r, err := newRotator(path, o)
+		if err != nil {
+			return nil, err
+		}
+		return r, nil
+	}
+	fs, ws, err := openFile(path, o.fifoWait)
+	switch {
+	case err != nil:
+		return nil, err
+	case ws != nil && o.gzip:
+		ws.whole = true // a gzip member is only readable whole
+		return newGzipSink(ws, o.level), nil
+	case ws != nil:
+		return ws, nil
+	case o.gzip:
+		g := newGzipSink(fs, o.level)
+		g.path = fs.path // Close joins its members
+		return g, nil
+	}
+	return &pageAligned{file: fs}, nil
 }
 
 // A fileSink writes the trace to a regular file and keeps the file whole
@@ -31,26 +58,25 @@ type fileSink struct {
 }
 
 // openFile creates or truncates the file at path and returns the sink for
-// it: a fileSink for a regular file, and a writerSink for anything else,
-// such as /dev/stdout or a named pipe, which cannot be cut back. Opening a
-// named pipe waits for a reader at most fifoWait (zero: as long as it
-// takes).
-func openFile(path string, fifoWait time.Duration) (sink, error) {
+// it: a fileSink for a regular file, or else a writerSink for what cannot
+// be cut back, such as /dev/stdout or a named pipe. Opening a named pipe
+// waits for a reader at most fifoWait (zero: as long as it takes).
+func openFile(path string, fifoWait time.Duration) (*fileSink, *writerSink, error) {
 	if fi, err := os.Stat(path); err == nil && fi.Mode()&os.ModeNamedPipe != 0 && fifoWait > 0 {
 		f, err := openFIFO(path, fifoWait)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		return newWriterSink(f, f.Close), nil
+		return nil, newWriterSink(f, f.Close), nil
 	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
-		return nil, fmt.Errorf("tracer: %w", err)
+		return nil, nil, fmt.Errorf("tracer: %w", err)
 	}
 	if fi, err := f.Stat(); err == nil && !fi.Mode().IsRegular() {
-		return newWriterSink(f, f.Close), nil
+		return nil, newWriterSink(f, f.Close), nil
 	}
-	return &fileSink{f: f, path: path}, nil
+	return &fileSink{f: f, path: path}, nil, nil
 }
 
 func (s *fileSink) Write(p []byte) (int, error) {
@@ -83,3 +109,6 @@ func (s *fileSink) undo() error {
 }
 
 func (s *fileSink) Close() error { return s.f.Close() }
+
+// A kill can cut a regular file only at a page boundary: see pagealign.go.
+func (s *fileSink) traits() sinkTraits { return sinkTraits{pageCuts: true} }

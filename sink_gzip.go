@@ -110,11 +110,21 @@ type gzipSink struct {
 	rawEnds []int
 }
 
+// newGzipSink returns a gzipSink writing to out, or only compressing, for
+// a nil out.
 func newGzipSink(out sink, level int) *gzipSink {
-	_, aligned := out.(*fileSink)
-	ws, _ := out.(*writerSink)
-	return &gzipSink{out: out, level: level, ratio: 4, aligned: aligned, pipe: ws != nil && ws.pipe}
+	g := &gzipSink{out: out, level: level, ratio: 4}
+	if out != nil {
+		tr := out.traits()
+		g.aligned, g.pipe = tr.pageCuts, tr.pipe
+	}
+	return g
 }
+
+// A gzip stream is cut only between members, which the sink itself keeps
+// off page boundaries and writes to a pipe in atomic pieces: nothing is
+// left for a writer to mind.
+func (g *gzipSink) traits() sinkTraits { return sinkTraits{} }
 
 func (g *gzipSink) Write(p []byte) (int, error) {
 	b := g.batch[:0]

@@ -11,8 +11,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"go.uber.org/atomic"
 )
 
 // Rotation. With WithMaxFileSize, the trace at path is cut into files of
@@ -81,42 +79,6 @@ func WithMaxFiles(n int) Option {
 	})
 }
 
-// openSink opens the sink for path: a file, gzipped when path ends in
-// ".gz" or WithGzip was given, and rotated with WithMaxFileSize. It
-// returns the rotator too, or nil.
-func openSink(path string, o *sinkOptions) (sink, *rotator, error) {
-	if strings.HasSuffix(path, ".gz") && !o.gzip {
-		o.gzip, o.level = true, DefaultGzipLevel
-	}
-	if o.maxFiles > 0 && o.maxSize == 0 {
-		return nil, nil, errors.New("tracer: WithMaxFiles needs WithMaxFileSize")
-	}
-	if o.maxSize > 0 {
-		r, err := newRotator(path, o)
-		if err != nil {
-			return nil, nil, err
-		}
-		return r, r, nil
-	}
-	s, err := openFile(path, o.fifoWait)
-	if err != nil {
-		return nil, nil, err
-	}
-	if !o.gzip {
-		if fs, ok := s.(*fileSink); ok {
-			return &pageAligned{file: fs}, nil, nil
-		}
-		return s, nil, nil
-	}
-	g := newGzipSink(s, o.level)
-	if fs, ok := s.(*fileSink); ok {
-		g.path = fs.path
-	} else {
-		s.(*writerSink).whole = true
-	}
-	return g, nil, nil
-}
-
 // A rotator is the sink of a rotated trace: it writes to the current file
 // and, driven by the flusher, which writes each file's head and end,
 // replaces it by a new one.
@@ -126,7 +88,8 @@ type rotator struct {
 	opts      sinkOptions
 
 	file  *fileSink // the current file
-	out   sink      // file, or a gzipSink writing to it
+	out   sink      // writes to file: a pageAligned or a gzipSink
+	gz    *gzipSink // out, when gzipped
 	next  int       // the sequence number of the next rotated file
 	limit int64     // the size at which to rotate: maxSize, or more after a failure
 
@@ -189,20 +152,19 @@ func (r *rotator) findRotated() error {
 
 // open starts a new, empty current file at path.
 func (r *rotator) open() error {
-	s, err := openFile(r.path, r.opts.fifoWait)
+	fs, ws, err := openFile(r.path, r.opts.fifoWait)
 	if err != nil {
 		return err
 	}
-	fs, ok := s.(*fileSink)
-	if !ok {
-		s.Close()
+	if ws != nil {
+		ws.Close()
 		return fmt.Errorf("tracer: %s is not a regular file, which rotation needs", r.path)
 	}
-	r.file, r.out = fs, &pageAligned{file: fs}
+	r.file, r.out, r.gz = fs, &pageAligned{file: fs}, nil
 	if r.opts.gzip {
-		g := newGzipSink(fs, r.opts.level)
-		g.path = r.path
-		r.out = g
+		r.gz = newGzipSink(fs, r.opts.level)
+		r.gz.path = r.path
+		r.out = r.gz
 	}
 	return nil
 }
@@ -217,25 +179,40 @@ func (r *rotator) Close() error {
 	return errors.Join(append(r.takeErrors(), err)...)
 }
 
-// measure stores in ratio the bytes the current file holds per byte
-// encoded: 1 for plain JSON, the compression ratio for gzip. The encoder
-// uses it to rotate the file near its limit. It runs on the writer
-// goroutine, after a write.
-func (r *rotator) measure(ratio *atomic.Uint64) {
-	if g, ok := r.out.(*gzipSink); ok && g.raw > 0 {
-		ratio.Store(math.Float64bits(float64(r.file.size) / float64(g.raw)))
+func (r *rotator) traits() sinkTraits { return sinkTraits{files: r} }
+
+// ratio is the compression ratio of the current file, if gzipped.
+func (r *rotator) ratio() float64 {
+	if r.gz != nil && r.gz.raw > 0 {
+		return float64(r.file.size) / float64(r.gz.raw)
 	}
+	return 1
+}
+
+// cut renames the current file, ends it with end, opens a new one at path
+// and retires the old one: see swap and retire.
+func (r *rotator) cut(end []byte) (errs []error, err error) {
+	errs = r.takeErrors()
+	old, seq, err := r.swap()
+	if err != nil {
+		return errs, err
+	}
+	if _, err := old.Write(end); err != nil {
+		errs = append(errs, err)
+	}
+	r.retire(old, seq)
+	return errs, nil
 }
 
 // swap renames the current file to its rotated name and opens a new one at
-// path. It returns the old file's sink and sequence number, for the
-// flusher to write its end and hand to retire. If it fails, the current
+// path. It returns the old file's sink and sequence number, for cut to
+// write its end and hand to retire. If it fails, the current
 // file stays, and swap is tried again once the file has grown by another
 // maxSize.
 func (r *rotator) swap() (sink, int, error) {
 	seq := r.next
 	rotated := r.name(seq)
-	oldFile, old := r.file, r.out
+	oldFile, old, oldGz := r.file, r.out, r.gz
 	if err := os.Rename(r.path, rotated); err != nil {
 		r.limit = oldFile.size + r.opts.maxSize
 		return nil, 0, fmt.Errorf("tracer: rotating: %w", err)
@@ -247,10 +224,10 @@ func (r *rotator) swap() (sink, int, error) {
 	}
 	r.next++
 	r.limit = r.opts.maxSize
-	if g, ok := old.(*gzipSink); ok {
-		g.path = rotated
+	if oldGz != nil {
+		oldGz.path = rotated
 		if r.opts.maxFiles == 1 {
-			g.path = "" // about to be removed: not worth joining
+			oldGz.path = "" // about to be removed: not worth joining
 		}
 	}
 	r.mu.Lock()
@@ -324,25 +301,20 @@ func (f *flusher) maybeRotate(b *batch) {
 	f.batchLimit = int(min(max((limit-size)/ratio, 16<<10), batchBytes))
 }
 
-// rotateFile carries out an opRotate batch on the writer goroutine:
-// renames the current file, ends it, and writes the batch to the new one.
-// If the rename fails, the current file goes on, and the batch's events
-// are written to it without the new file's head.
+// rotateFile carries out an opRotate batch on the writer goroutine: ends
+// the current file and writes the batch to the new one. If no new file
+// could be started, the current file goes on, and the batch's events are
+// written to it without the new file's head.
 func (f *flusher) rotateFile(b *batch) {
-	r := f.rot
-	for _, err := range r.takeErrors() {
+	errs, err := f.traits.files.cut(b.end)
+	for _, err := range errs {
 		f.fail(err)
 	}
-	old, seq, err := r.swap()
 	if err != nil {
 		f.fail(err)
 		f.writeBatch(b, b.buf[b.headLen:])
 		return
 	}
-	if _, err := old.Write(b.end); err != nil {
-		f.fail(err)
-	}
-	r.retire(old, seq)
 	f.writeBatch(b, b.buf)
 }
 

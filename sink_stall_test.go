@@ -25,6 +25,8 @@ type gateSink struct {
 	fail    atomic.Bool
 }
 
+func (s *gateSink) traits() sinkTraits { return sinkTraits{} }
+
 var errDiskFull = errors.New("test: no space left on device")
 
 func newGateSink(t *testing.T) (*gateSink, string) {

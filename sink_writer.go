@@ -141,6 +141,8 @@ func (s *writerSink) write(p []byte) (int, error) {
 	return n, err
 }
 
+func (s *writerSink) traits() sinkTraits { return sinkTraits{pipe: s.pipe} }
+
 // Close finishes a unit that the last Write cut, if the writer takes it
 // now, so the trace does not end in the middle of an event, and then
 // closes the writer if it is ours.

@@ -86,7 +86,7 @@ func New(path string, opts ...Option) (*Tracer, error) {
 		return nil, err
 	}
 	o.sink.fifoWait = o.stopTimeout
-	s, _, err := openSink(path, &o.sink)
+	s, err := openSink(path, &o.sink)
 	if err != nil {
 		return nil, err
 	}

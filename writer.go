@@ -131,8 +131,8 @@ func (f *flusher) writeBatch(b *batch, p []byte) {
 		return
 	}
 	w.events.Add(uint64(b.events))
-	if f.rot != nil {
-		f.rot.measure(&w.ratio)
+	if files := f.traits.files; files != nil {
+		w.ratio.Store(math.Float64bits(files.ratio()))
 	}
 }
 

@@ -1,0 +1,72 @@
+package tracer
+
+import (
+	"io"
+
+	"go.uber.org/atomic"
+)
+
+// The sink chain.
+//
+// The writer goroutine hands each batch of encoded events to one sink,
+// which may pass it on to others: a path becomes a chain such as
+// rotator → gzipSink → fileSink, a Writer a gzipSink → writerSink, and a
+// flight recorder a window. Every link is a sink, and neither the flusher
+// nor a link knows the concrete type of the sink it writes to: what it
+// must do differently for one (keep gzip members off page boundaries,
+// write to a pipe in atomic pieces, start a new file, write nothing until
+// a dump) it learns from the sink's traits.
+
+// A sink receives the encoded trace. Every Write holds whole events and
+// ends on an event boundary. Sink is its public form, which a writerSink
+// wraps.
+type sink interface {
+	io.Writer
+	Close() error
+
+	// traits says what a writer of the sink must know of it. It does not
+	// change over the sink's life.
+	traits() sinkTraits
+}
+
+// sinkTraits is what a sink tells whoever writes to it.
+type sinkTraits struct {
+	// pageCuts: the sink is a regular file, which a kill can cut only at
+	// a page boundary (see pagealign.go), so a gzip member kept within a
+	// page is never cut.
+	pageCuts bool
+
+	// pipe: the sink is a pipe, on which a write of at most pipeBuf
+	// bytes is atomic (see writerSink).
+	pipe bool
+
+	// files, if not nil, cuts the trace into files that each open alone:
+	// the flusher writes each file's end and the next one's head (see
+	// maybeRotate).
+	files fileCutter
+
+	// window: the sink keeps only the newest events, in memory, and a
+	// trace is built from them when asked (see FlightRecorder). The
+	// flusher writes no head, never splits a span into B and E events,
+	// and leaves the naming of tracks to the dump.
+	window bool
+
+	// overwritten, if not nil, counts the events the sink pushed out to
+	// make room for newer ones (Stats.Overwritten).
+	overwritten *atomic.Uint64
+}
+
+// A fileCutter is a sink that cuts the trace into files: a rotator.
+type fileCutter interface {
+	// ratio returns the bytes the current file holds per byte written to
+	// it: 1 for plain JSON, less for gzip. The encoder uses it to start a
+	// new file near the size limit. It is called on the writer goroutine,
+	// after a write.
+	ratio() float64
+
+	// cut ends the current file with end, writes nothing more to it, and
+	// starts a new one, which the next Write goes to. If it fails, the
+	// current file goes on. errs are errors of earlier cuts that finished
+	// in the background, to report whatever happens to this one.
+	cut(end []byte) (errs []error, err error)
+}
