@@ -81,7 +81,7 @@ func attachImported(t any, src imported.Source) (int, int64, error) {
 	if f.isClosed() || !tr.recording.Load() {
 		return 0, 0, ErrClosed
 	}
-	if f.win != nil {
+	if f.traits.window {
 		// A dump is cut from the window by event count and age; events
 		// that come a generation late would be cut at the wrong place.
 		return 0, 0, errors.New("tracer: a flight recorder cannot take imported events")
