@@ -50,7 +50,7 @@ func printTrace(path string) {
 }
 
 var (
-	varying = regexp.MustCompile(`"(ts|dur|pid|ts0_unix_ns)":[0-9.]+|"ts0_wall":"[^"]*"`)
+	varying = regexp.MustCompile(`"(ts|dur|pid|ts0_unix_ns|ts0_mono_ns)":[0-9.]+|"ts0_wall":"[^"]*"`)
 	tid     = regexp.MustCompile(`"tid":([1-9][0-9]*)`)
 	id      = regexp.MustCompile(`"id":[0-9]+|"local":"0x[0-9a-f]+`)
 )
@@ -85,7 +85,7 @@ func printLines(trace []byte, all bool) {
 		l = varying.ReplaceAllStringFunc(l, func(s string) string {
 			k, _, _ := strings.Cut(s, ":")
 			return k + ":" + map[string]string{`"ts"`: "T", `"dur"`: "D", `"pid"`: "P",
-				`"ts0_unix_ns"`: "U", `"ts0_wall"`: `"W"`}[k]
+				`"ts0_unix_ns"`: "U", `"ts0_mono_ns"`: "M", `"ts0_wall"`: `"W"`}[k]
 		})
 		l = tid.ReplaceAllStringFunc(l, func(s string) string { return `"tid":G` + number(gids, s) })
 		l = id.ReplaceAllStringFunc(l, func(s string) string {
@@ -128,7 +128,7 @@ func Example() {
 	printFile(trace)
 	// Output:
 	// {"displayTimeUnit":"ns","traceEvents":[
-	// {"name":"process_name","ph":"M","pid":P,"tid":0,"args":{"name":"server","ts0_wall":"W","ts0_unix_ns":U}},
+	// {"name":"process_name","ph":"M","pid":P,"tid":0,"args":{"name":"server","ts0_wall":"W","ts0_unix_ns":U,"ts0_mono_ns":M}},
 	// {"name":"tracer.dropped","ph":"C","ts":T,"pid":P,"args":{"events":0}},
 	// {"name":"decode","ph":"X","ts":T,"dur":D,"pid":P,"tid":G1,"args":{"bytes":512}},
 	// {"name":"tracer.dropped","ph":"C","ts":T,"pid":P,"args":{"events":0}}
