@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/gotracer/tracer/internal/imported"
+	"go.uber.org/atomic"
 )
 
 // Events that come from outside the recording path, such as the Go
@@ -19,32 +20,39 @@ import (
 func init() {
 	imported.Attach = attachImported
 	imported.Detach = detachImported
+	imported.Wake = wakeForImported
 	imported.AppendString = appendString
 	imported.AppendMicros = appendMicros
 }
 
-// importState is the flusher's link to its source, guarded by flushMu.
+// importState is the flusher's link to its source. src is set under
+// flushMu but cleared without it: Detach must not wait for a flusher that
+// a stalled sink holds up. lastGid is the flusher's, under flushMu.
 type importState struct {
-	src     imported.Source
+	src     atomic.Pointer[sourceBox]
 	lastGid uint64 // the goroutine last reported to src.Spanned
 }
+
+// A sourceBox holds a Source, for atomic.Pointer.
+type sourceBox struct{ imported.Source }
 
 // note tells the source about a span start or a track name that the
 // flusher is about to encode.
 func (s *importState) note(h *slot, rest []slot) {
-	if s.src == nil {
+	src := s.src.Load()
+	if src == nil {
 		return
 	}
 	switch h.kind() {
 	case kindSpan, kindBegin:
 		if gid := h.gid(); gid != s.lastGid {
 			s.lastGid = gid
-			s.src.Spanned(gid)
+			src.Spanned(gid)
 		}
 	case kindThreadName:
-		s.src.Named(h.gid(), h.str(), true, 0, false)
+		src.Named(h.gid(), h.str(), true, 0, false)
 	case kindThreadSort:
-		s.src.Named(h.gid(), "", false, int64(rest[0].num), true)
+		src.Named(h.gid(), "", false, int64(rest[0].num), true)
 	}
 }
 
@@ -53,7 +61,7 @@ func (s *importState) note(h *slot, rest []slot) {
 // goroutine helping) it stops when no batch is free; the rest waits for
 // the next pass.
 func (f *flusher) drainImported(block bool) {
-	src := f.imp.src
+	src := f.imp.src.Load()
 	if src == nil {
 		return
 	}
@@ -91,8 +99,19 @@ func attachImported(t any, src imported.Source) (int, int64, error) {
 		src.Named(gid, tn.name, tn.hasName, tn.sort, tn.hasSort)
 	}
 	defaults.mu.Unlock()
-	f.imp = importState{src: src}
+	f.imp.lastGid = 0
+	f.imp.src.Store(&sourceBox{src})
 	return processID, tr.base, nil
+}
+
+// wakeForImported asks the flusher for a pass now, without waiting for it.
+func wakeForImported(t any) {
+	if tr, _ := t.(*Tracer); tr != nil {
+		select {
+		case tr.wake <- struct{}{}:
+		default:
+		}
+	}
 }
 
 func detachImported(t any, src imported.Source) {
@@ -100,9 +119,7 @@ func detachImported(t any, src imported.Source) {
 	if tr == nil {
 		return
 	}
-	tr.flushMu.Lock()
-	defer tr.flushMu.Unlock()
-	if tr.flusher.imp.src == src {
-		tr.flusher.imp = importState{}
+	if box := tr.flusher.imp.src.Load(); box != nil && box.Source == src {
+		tr.flusher.imp.src.CompareAndSwap(box, nil)
 	}
 }

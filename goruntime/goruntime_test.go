@@ -1,6 +1,7 @@
 package goruntime
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"path/filepath"
@@ -8,6 +9,7 @@ import (
 	rtrace "runtime/trace"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -276,14 +278,9 @@ func TestStartErrors(t *testing.T) {
 	assert.Error(t, err, "a closed tracer")
 }
 
-// TestDrops checks the bound on what waits for a flush: with a tracer that
-// never flushes on its own, the converter drops, counts and says so.
-func TestDrops(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "t.json")
-	tr, err := tracer.New(path, tracer.WithFlushInterval(10*time.Second))
-	require.NoError(t, err)
-	stop, err := Start(tr, WithMaxPending(64<<10), WithAllGoroutines(), WithMinState(0))
-	require.NoError(t, err)
+// gosched runs 50 goroutines that yield 200 times each: about 20,000
+// scheduling events, over 1 MiB converted with every state kept.
+func gosched() {
 	done := make(chan bool)
 	for range 50 {
 		go func() {
@@ -296,12 +293,60 @@ func TestDrops(t *testing.T) {
 	for range 50 {
 		<-done
 	}
-	err = stop()
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "dropped")
+}
+
+// TestNoDropsWhileTheSinkKeepsUp checks that a full bound on what waits
+// for a flush holds up the conversion rather than dropping: with a tracer
+// that never flushes on its own and 64 KiB of room, every state of every
+// goroutine reaches the file. Dropping when full lost most of them.
+func TestNoDropsWhileTheSinkKeepsUp(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "t.json")
+	tr, err := tracer.New(path, tracer.WithFlushInterval(10*time.Second))
+	require.NoError(t, err)
+	stop, err := Start(tr, WithMaxPending(64<<10), WithAllGoroutines(), WithMinState(0))
+	require.NoError(t, err)
+	gosched()
+	require.NoError(t, stop())
 	require.NoError(t, tr.Close())
 	evs := tracecheck.Read(t, path)
-	assert.NotEmpty(t, tracecheck.Named(evs, "goruntime.dropped"), "the drops are in the file")
+	assert.Empty(t, tracecheck.Named(evs, "goruntime.dropped"))
+	states := 0
+	for _, e := range evs {
+		if e.Ph == "X" && e.Tid >= runtimeTid(0) {
+			states++
+		}
+	}
+	assert.Greater(t, states, 10_000, "the goroutines' states are in the file")
+}
+
+// stalledWriter blocks every Write while mu is held.
+type stalledWriter struct {
+	mu  sync.Mutex
+	out bytes.Buffer
+}
+
+func (w *stalledWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.out.Write(p)
+}
+
+// TestDropsOnAStalledSink checks the other side: when the tracer's sink
+// stalls, the converter waits stallWait, then drops, counts and says so,
+// instead of holding up the execution tracer without end.
+func TestDropsOnAStalledSink(t *testing.T) {
+	w := &stalledWriter{}
+	tr, err := tracer.NewWithWriter(w, tracer.WithStopTimeout(200*time.Millisecond))
+	require.NoError(t, err)
+	stop, err := Start(tr, WithMaxPending(64<<10), WithAllGoroutines(), WithMinState(0))
+	require.NoError(t, err)
+	w.mu.Lock()
+	gosched()
+	err = stop()
+	w.mu.Unlock()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "events dropped")
+	tr.Close() // the stall timed out writes: an error is expected
 }
 
 // TestTrackOrder checks that each goroutine's runtime track is next to its

@@ -23,7 +23,8 @@ type options struct {
 const DefaultMinState = 10 * time.Microsecond
 
 // DefaultMaxPending bounds the converted events waiting for the tracer's
-// next flush; past it, events are dropped and counted (see Stats).
+// next flush; past it, the conversion waits for the flush (see
+// WithMaxPending).
 const DefaultMaxPending = 8 << 20
 
 func defaultOptions() options {
@@ -70,9 +71,12 @@ func WithAllGoroutines() Option {
 }
 
 // WithMaxPending bounds the bytes of converted events waiting for the
-// tracer's next flush (DefaultMaxPending by default). Past it, events are
-// dropped and counted in Stats.Dropped, as the tracer's own are when its
-// sink stalls.
+// tracer's next flush (DefaultMaxPending by default). When they reach it,
+// the conversion wakes the tracer's flusher and waits for it, holding up
+// the execution tracer, whose data waits in the runtime meanwhile; nothing
+// is dropped while the tracer's sink keeps up. Only if nothing is drained
+// for a second (a stalled sink) are converted events dropped, counted in
+// the goruntime.dropped counter and reported by stop.
 func WithMaxPending(bytes int) Option {
 	return func(o *options) error {
 		if bytes < 64<<10 {

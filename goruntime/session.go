@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"strconv"
 	"sync"
+	"time"
+
+	"github.com/gotracer/tracer/internal/imported"
 )
 
 // A session links one converter to one tracer. It is the tracer's
@@ -13,14 +16,17 @@ import (
 // indexes, whether they recorded a span) decides which runtime tracks are
 // kept and how they are named. mu guards everything but conv.
 type session struct {
-	o    options
-	pid  int
-	conv *converter // used by the reader goroutine only
+	o       options
+	pid     int
+	tracer  any           // the *tracer.Tracer, for imported.Wake
+	conv    *converter    // used by the reader goroutine only
+	drained chan struct{} // signalled by Drain, for a commit waiting for room
 
 	mu      sync.Mutex
 	pending []byte
 	off     int    // drained up to here
-	dropped uint64 // events dropped because pending was full
+	dropped uint64 // events dropped because pending stayed full: see commit
+	stalled bool   // nothing drained for stallWait: commit drops at once
 	shownDr uint64 // drops last written as the goruntime.dropped counter
 	lastTs  []byte // ts of the last commit, for the drop counter
 	names   map[uint64]*userTrack
@@ -39,6 +45,7 @@ type userTrack struct {
 func newSession(o options) *session {
 	return &session{
 		o:       o,
+		drained: make(chan struct{}, 1),
 		names:   map[uint64]*userTrack{},
 		spanned: map[uint64]bool{},
 		shown:   map[uint64]bool{},
@@ -77,6 +84,11 @@ func (s *session) Drain(b []byte, limit int) ([]byte, int, bool) {
 	chunk := rest[:n]
 	b = append(b, chunk...)
 	s.off += n
+	s.stalled = false
+	select {
+	case s.drained <- struct{}{}: // a commit waiting for room
+	default:
+	}
 	if s.off == len(s.pending) {
 		s.pending, s.off = s.pending[:0], 0
 	}
@@ -147,14 +159,39 @@ func (s *session) exited(gid uint64) {
 	delete(s.shown, gid)
 }
 
-// commit moves the converter's output to pending, or drops it, counted,
-// when pending is full.
+// stallWait is how long commit waits for the tracer to drain pending
+// before it takes the tracer's sink for stalled and drops what it holds:
+// twice the time after which the tracer drops its own events on a stalled
+// sink.
+const stallWait = time.Second
+
+// commit moves the converter's output to pending. When pending is full it
+// wakes the tracer's flusher and waits for it to drain, which holds up the
+// reader and, through the pipe, the execution tracer, whose buffers wait
+// in the runtime: nothing is lost while the tracer's sink keeps up. Only
+// when nothing was drained for stallWait (the sink stalled, or the tracer
+// was closed before stop) is the output dropped and counted, and later
+// commits drop at once until the flusher drains again.
 func (s *session) commit() {
 	c := s.conv
 	if len(c.buf) == 0 {
 		return
 	}
 	s.mu.Lock()
+	for !s.stalled && len(s.pending)-s.off+len(c.buf) > s.o.maxPending {
+		s.mu.Unlock()
+		imported.Wake(s.tracer)
+		timer := time.NewTimer(stallWait)
+		select {
+		case <-s.drained:
+		case <-timer.C:
+			s.mu.Lock()
+			s.stalled = true
+			s.mu.Unlock()
+		}
+		timer.Stop()
+		s.mu.Lock()
+	}
 	if len(s.pending)-s.off+len(c.buf) > s.o.maxPending {
 		s.dropped += uint64(c.events)
 	} else {

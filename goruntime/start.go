@@ -27,7 +27,7 @@ const commitBytes = 32 << 10
 // the spans; what was converted goes out with t's normal flushes. Call
 // stop before closing t: it stops the execution tracer, converts the rest,
 // flushes t, and returns any error of the conversion, or one saying how
-// many events were dropped because t did not flush fast enough.
+// many events were dropped because t's sink stalled (see WithMaxPending).
 func Start(t *tracer.Tracer, opts ...Option) (stop func() error, err error) {
 	if t == nil {
 		return nil, errors.New("goruntime: Start of a nil Tracer")
@@ -41,7 +41,7 @@ func Start(t *tracer.Tracer, opts ...Option) (stop func() error, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("goruntime: %w", err)
 	}
-	s.pid = pid
+	s.pid, s.tracer = pid, t
 	s.conv = newConverter(o, pid, base, s)
 	pr, pw := io.Pipe()
 	if err := rtrace.Start(pw); err != nil {
@@ -67,7 +67,7 @@ func Start(t *tracer.Tracer, opts ...Option) (stop func() error, err error) {
 			imported.Detach(t, s)
 			s.mu.Lock()
 			if s.dropped > 0 {
-				err = errors.Join(err, fmt.Errorf("goruntime: %d events dropped because the tracer did not flush fast enough (WithMaxPending, WithMinState)", s.dropped))
+				err = errors.Join(err, fmt.Errorf("goruntime: %d events dropped because the tracer's sink stalled (see WithMaxPending)", s.dropped))
 			}
 			s.mu.Unlock()
 			stopErr = err

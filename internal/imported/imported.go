@@ -38,8 +38,14 @@ var (
 	Attach func(t any, s Source) (pid int, base int64, err error)
 
 	// Detach removes s from t if it is t's source. Events s still holds
-	// are not drained.
+	// are not drained. It does not wait for t's flusher, which a stalled
+	// sink can hold up: a Drain under way may still end after it.
 	Detach func(t any, s Source)
+
+	// Wake asks t's flusher for a pass soon, which drains its source; it
+	// does not wait for it. A source that is full calls it, and waits for
+	// the Drain.
+	Wake func(t any)
 
 	// AppendString appends s as a JSON string, escaped the way the tracer
 	// escapes its own strings.
