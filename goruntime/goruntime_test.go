@@ -401,3 +401,22 @@ func TestTrackOrder(t *testing.T) {
 	}
 	assert.Equal(t, 4, namedPairs, "the four workers")
 }
+
+// TestCommitLargerThanTheBound checks that output larger than
+// WithMaxPending on its own, as the states ended at stop can be, goes
+// into an empty pending buffer at once rather than being dropped after
+// waiting for room that can never be made.
+func TestCommitLargerThanTheBound(t *testing.T) {
+	o := defaultOptions()
+	o.maxPending = 64 << 10
+	s := newSession(o)
+	line := []byte(`{"name":"running","ph":"X","ts":1.000,"dur":2.000,"pid":1,"tid":2147483649},` + "\n")
+	s.conv = &converter{buf: bytes.Repeat(line, 2000), events: 2000}
+	size := len(s.conv.buf)
+	require.Greater(t, size, o.maxPending)
+	start := time.Now()
+	s.commit()
+	assert.Less(t, time.Since(start), stallWait/2, "no wait for room")
+	assert.Zero(t, s.dropped)
+	assert.Len(t, s.pending, size)
+}

@@ -178,7 +178,7 @@ func (s *session) commit() {
 		return
 	}
 	s.mu.Lock()
-	for !s.stalled && len(s.pending)-s.off+len(c.buf) > s.o.maxPending {
+	for !s.stalled && s.full(len(c.buf)) {
 		s.mu.Unlock()
 		imported.Wake(s.tracer)
 		timer := time.NewTimer(stallWait)
@@ -192,7 +192,7 @@ func (s *session) commit() {
 		timer.Stop()
 		s.mu.Lock()
 	}
-	if len(s.pending)-s.off+len(c.buf) > s.o.maxPending {
+	if s.full(len(c.buf)) {
 		s.dropped += uint64(c.events)
 	} else {
 		s.pending = append(s.pending, c.buf...)
@@ -200,6 +200,14 @@ func (s *session) commit() {
 	s.lastTs = append(s.lastTs[:0], lastTs(c.buf)...)
 	s.mu.Unlock()
 	c.buf, c.events = c.buf[:0], 0
+}
+
+// full reports whether n more bytes would take pending over maxPending.
+// An empty pending takes any n: the converter's last output, which ends
+// every open state at stop, can be larger than the bound on its own.
+func (s *session) full(n int) bool {
+	waiting := len(s.pending) - s.off
+	return waiting > 0 && waiting+n > s.o.maxPending
 }
 
 // lastTs returns the ts of the last event in buf.
