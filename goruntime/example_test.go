@@ -26,12 +26,14 @@ func Example() {
 		log.Fatal(err)
 	}
 
-	done := make(chan bool)
+	started, done := make(chan bool), make(chan bool)
 	go func() {
 		defer t.Span("wait")() // its runtime track shows it blocked on the channel
+		started <- true
 		<-done
 	}()
-	time.Sleep(time.Millisecond)
+	<-started
+	time.Sleep(10 * time.Millisecond) // the goroutine waits on done meanwhile
 	done <- true
 
 	if err := stop(); err != nil { // before Close

@@ -56,14 +56,16 @@ func TestBlockedUnderSpan(t *testing.T) {
 	const wait = 10 * time.Millisecond
 	var gid uint64
 	path := traced(t, nil, func(tr *tracer.Tracer) {
-		ch := make(chan struct{})
+		ch, started := make(chan struct{}), make(chan bool)
 		done := make(chan uint64)
 		go func() {
 			end := tr.Span("wait")
+			started <- true
 			<-ch
 			end()
 			done <- currentGid(tr)
 		}()
+		<-started
 		time.Sleep(wait)
 		close(ch)
 		gid = <-done
