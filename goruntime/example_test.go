@@ -16,7 +16,12 @@ import (
 
 // Start streams the runtime's view into a tracer's file until stop.
 func Example() {
-	path := filepath.Join(os.TempDir(), "goruntime-example.json")
+	dir, err := os.MkdirTemp("", "goruntime-example")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "trace.json")
 	t, err := tracer.New(path)
 	if err != nil {
 		log.Fatal(err)
