@@ -12,11 +12,14 @@ import (
 
 // Sample the runtime for as long as the traced work runs.
 func ExampleStart() {
-	path := filepath.Join(os.TempDir(), "traceruntime-example.json")
-	if err := tracer.Start(path); err != nil {
+	dir, err := os.MkdirTemp("", "traceruntime-example")
+	if err != nil {
 		log.Fatal(err)
 	}
-	defer os.Remove(path)
+	defer os.RemoveAll(dir)
+	if err := tracer.Start(filepath.Join(dir, "trace.json")); err != nil {
+		log.Fatal(err)
+	}
 	defer tracer.Stop()
 	defer traceruntime.Start(100 * time.Millisecond)()
 
