@@ -93,6 +93,8 @@ type rotator struct {
 	next  int       // the sequence number of the next rotated file
 	limit int64     // the size at which to rotate: maxSize, or more after a failure
 
+	lastRatio float64 // see ratio
+
 	retired     sync.WaitGroup
 	lastRetired chan struct{} // closed when the latest retirement is done
 
@@ -102,7 +104,7 @@ type rotator struct {
 }
 
 func newRotator(path string, o *sinkOptions) (*rotator, error) {
-	r := &rotator{path: path, opts: *o, limit: o.maxSize}
+	r := &rotator{path: path, opts: *o, limit: o.maxSize, lastRatio: 1}
 	r.ext = filepath.Ext(path)
 	if r.ext == ".gz" {
 		r.ext = filepath.Ext(strings.TrimSuffix(path, ".gz")) + ".gz"
@@ -181,12 +183,13 @@ func (r *rotator) Close() error {
 
 func (r *rotator) traits() sinkTraits { return sinkTraits{files: r} }
 
-// ratio is the compression ratio of the current file, if gzipped.
+// ratio is the compression ratio of the current file, if gzipped, or the
+// last one measured while the file holds no whole member yet.
 func (r *rotator) ratio() float64 {
 	if r.gz != nil && r.gz.raw > 0 {
-		return float64(r.file.size) / float64(r.gz.raw)
+		r.lastRatio = float64(r.file.size) / float64(r.gz.raw)
 	}
-	return 1
+	return r.lastRatio
 }
 
 // cut renames the current file, ends it with end, opens a new one at path
