@@ -36,10 +36,14 @@ func (c *capture) Handle(_ context.Context, r slog.Record) error {
 	return nil
 }
 func (c *capture) WithAttrs(as []slog.Attr) slog.Handler {
+	c.mu.Lock() // loggers derive handlers from several goroutines at once
+	defer c.mu.Unlock()
 	c.attrs = append(c.attrs, as...)
 	return c
 }
 func (c *capture) WithGroup(name string) slog.Handler {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.groups = append(c.groups, name)
 	return c
 }
