@@ -186,6 +186,7 @@
 // the head of the JSON object form, {"displayTimeUnit":"ns","traceEvents":
 // [...]}: in its default unit chrome://tracing draws spans shorter than a
 // microsecond, back to back, as a staircase of nested slices, and only the
-// object form can change the unit. Gzip, rotated and streamed traces, and
-// files cut short, stay arrays.
+// object form can change the unit. A rotated file is closed this way when
+// the next one starts. Gzip and streamed traces, and files cut short, stay
+// arrays.
 package tracer
