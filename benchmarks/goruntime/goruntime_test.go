@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/gotracer/tracer"
+	"github.com/gotracer/tracer/benchmarks/internal/tracefile"
 	"github.com/gotracer/tracer/goruntime"
 	"golang.org/x/exp/trace"
 )
@@ -123,13 +124,20 @@ func BenchmarkPool(b *testing.B) {
 			start, cpu0 := time.Now(), cpuTime()
 			pool(t, workers, b.N)
 			if err := stop(); err != nil {
-				b.Log(err)
+				b.Fatal(err) // goruntime's drops among them: a run that drops measures the drop path
 			}
 			if err := t.Close(); err != nil {
 				b.Fatal(err)
 			}
 			elapsed, cpu := time.Since(start), cpuTime()-cpu0
 			b.StopTimer()
+			// Count what reached the file: every job's span, none dropped.
+			if st := t.Stats(); st.Dropped+st.Lost > 0 {
+				b.Fatalf("the tracer dropped %d and lost %d events", st.Dropped, st.Lost)
+			}
+			if c, err := tracefile.Count(path, "job"); err != nil || c.Spans != b.N {
+				b.Fatalf("%d of %d job spans in the file (%v)", c.Spans, b.N, err)
+			}
 			b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/job")
 			fi, err := os.Stat(path)
 			if err != nil {

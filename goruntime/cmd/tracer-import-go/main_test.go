@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
+	osexec "os/exec"
 	"path/filepath"
 	rtrace "runtime/trace"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gotracer/tracer"
+	"github.com/gotracer/tracer/internal/tracecheck"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -84,4 +86,57 @@ func TestImportGo(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestMergeWithSpans is what -align is for: the converted trace and a span
+// trace of the same process, merged by `tracer merge`, are one process on
+// one clock, so a span starts inside a running state of its goroutine's
+// runtime track, to the microsecond the file keeps.
+func TestMergeWithSpans(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds cmd/tracer")
+	}
+	dir := t.TempDir()
+	spans, rt, all := filepath.Join(dir, "spans.json"), filepath.Join(dir, "rt.json"), filepath.Join(dir, "all.json")
+	tr, err := tracer.New(spans)
+	require.NoError(t, err)
+	exec := filepath.Join(dir, "trace.out")
+	f, err := os.Create(exec)
+	require.NoError(t, err)
+	require.NoError(t, rtrace.Start(f))
+	end := tr.Span("work")
+	for deadline := time.Now().Add(500 * time.Microsecond); time.Now().Before(deadline); {
+		// running, long enough to pass the default minimum state
+	}
+	end()
+	rtrace.Stop()
+	require.NoError(t, f.Close())
+	require.NoError(t, tr.Close())
+
+	var stdout, stderr bytes.Buffer
+	require.NoError(t, run([]string{"-align", spans, "-o", rt, exec}, &stdout, &stderr))
+	merge := osexec.Command("go", "run", "github.com/gotracer/tracer/cmd/tracer", "merge", "-o", all, spans, rt)
+	out, err := merge.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+
+	evs := tracecheck.Read(t, all)
+	pids := map[int]bool{}
+	for _, e := range evs {
+		if e.Ph == "X" {
+			pids[e.Pid] = true
+		}
+	}
+	assert.Len(t, pids, 1, "spans and runtime states in one process")
+	work := tracecheck.Named(evs, "work")
+	require.Len(t, work, 1)
+	w := work[0]
+	const runtimeTidBit = 1 << 31
+	inside := false
+	for _, e := range evs {
+		if e.Ph == "X" && e.Name == "running" && e.Tid == runtimeTidBit|w.Tid &&
+			e.Ts <= w.Ts+1 && e.Ts+e.Dur >= w.Ts-1 {
+			inside = true
+		}
+	}
+	assert.True(t, inside, "the span starts while its goroutine runs, on the merged clock")
 }
