@@ -201,15 +201,18 @@ func crashMatrixRun(t *testing.T, format crashFormat, path string, delay time.Du
 	lines := bufio.NewScanner(out)
 	var last matrixReport
 	reports := 0
+	var other strings.Builder // what else the child printed: a failed Flush says why
 	for reports == 0 && lines.Scan() {
 		if r, ok := parseMatrixReport(lines.Text()); ok {
 			last, reports = r, reports+1
+		} else {
+			other.WriteString(lines.Text() + "\n")
 		}
 	}
 	if reports == 0 {
 		cmd.Process.Kill()
 		cmd.Wait()
-		require.FailNow(t, "child never flushed", "stderr: %s", stderr.String())
+		require.FailNow(t, "child never flushed", "stdout: %s\nstderr: %s", other.String(), stderr.String())
 	}
 	// Read on while waiting, so the child never blocks on a full pipe.
 	done := make(chan struct{})
