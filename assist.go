@@ -68,17 +68,25 @@ func (t *Tracer) sealed(*chunk) {
 
 // waitForChunk returns a chunk once the buffers have room again, or nil
 // if the event must be dropped: the sink is stalled (not in lossless
-// mode), or the tracer is closing.
+// mode), the tracer is closing, or the caller is one of the tracer's own
+// goroutines and the reserve is used up (see reentry.go).
 func (t *Tracer) waitForChunk() *chunk {
+	own := t.onOwnGoroutine()
 	for {
 		if t.flushMu.TryLock() {
 			t.flusher.pass(false)
 			t.flushMu.Unlock()
 		}
 		ch := t.progress.arm()
-		if c := t.pool.get(t.laneCount()); c != nil {
+		if c := t.pool.get(t.laneCount(), 0); c != nil {
 			t.progress.disarm()
 			return c
+		}
+		if own {
+			// The writer or the flusher itself: waiting would wait for
+			// itself (see reentry.go). Take from the reserve, or drop.
+			t.progress.disarm()
+			return t.pool.get(t.laneCount(), ownReserveChunks)
 		}
 		if !t.recording.Load() || (!t.opts.lossless && t.flusher.out.stalled()) {
 			t.progress.disarm()

@@ -134,6 +134,9 @@ func (r *FlightRecorder) WriteFile(path string) error {
 // flush lock, so that a slow writer does not hold up the flusher.
 func (r *FlightRecorder) snapshot() ([]byte, error) {
 	t := r.tracerCore
+	if t.onOwnGoroutine() {
+		return nil, reentrant("a FlightRecorder's dump")
+	}
 	t.flushMu.Lock()
 	defer t.flushMu.Unlock()
 	f := &t.flusher

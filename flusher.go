@@ -90,6 +90,7 @@ func (f *flusher) init(t *Tracer, s sink, wall time.Time) {
 // memory back to the pool every second or so.
 func (t *Tracer) run() {
 	defer close(t.done)
+	t.own.flusher.Store(goroutineID())
 	tick := time.NewTicker(t.opts.flushInterval)
 	defer tick.Stop()
 	lastTrim := time.Now()
@@ -514,7 +515,7 @@ func (f *flusher) close() error {
 	close(f.out.queue)
 	<-f.out.exited
 	f.out.mu.Lock()
-	err := f.out.errs
+	err := f.out.errs.take()
 	f.out.mu.Unlock()
 	return errors.Join(err, f.sink.Close())
 }

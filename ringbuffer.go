@@ -193,7 +193,7 @@ func (t *Tracer) refill(p int, n uint64, end bool) bool {
 		t.addLane(p)
 		return true
 	}
-	c := t.pool.get(t.laneCount())
+	c := t.pool.get(t.laneCount(), 0)
 	if c == nil {
 		if c = t.waitForChunk(); c == nil {
 			switch {
@@ -267,8 +267,9 @@ type chunkPool struct {
 
 // get returns a chunk with nothing in it, or nil if the pool is at its
 // limit. The limit is raised to two chunks more than there are lanes, so
-// that every P can hold a chunk while the flusher reads a full one.
-func (cp *chunkPool) get(lanes int) *chunk {
+// that every P can hold a chunk while the flusher reads a full one, and
+// by reserve more for the tracer's own goroutines (see reentry.go).
+func (cp *chunkPool) get(lanes, reserve int) *chunk {
 	cp.mu.Lock()
 	if n := len(cp.free); n > 0 {
 		c := cp.free[n-1]
@@ -284,7 +285,7 @@ func (cp *chunkPool) get(lanes int) *chunk {
 		c.next.Store(nil)
 		return c
 	}
-	if cp.count >= max(cp.limit, lanes+2) {
+	if cp.count >= max(cp.limit, lanes+2)+reserve {
 		cp.mu.Unlock()
 		return nil
 	}

@@ -40,6 +40,7 @@ type Tracer struct {
 	waiting    atomic.Int64   // sealed chunks the flusher has not read yet
 	wake       chan struct{}  // wakes the flusher when a chunk is sealed
 	progress   progressSignal // wakes recording goroutines waiting for room
+	own        ownGoroutines  // the goroutines that run user code: see reentry.go
 
 	flushMu sync.Mutex // serialises encoding: flusher, assists, Flush and Close
 	flusher flusher    // guarded by flushMu, but for its writer
@@ -136,6 +137,15 @@ func (t *Tracer) Flush() error {
 	if t == nil {
 		return nil
 	}
+	if t.onOwnGoroutine() {
+		return reentrant("Flush")
+	}
+	if !t.recording.Load() {
+		// Closing: Close's last pass writes everything. Not waiting for
+		// flushMu here also keeps a Sink's Close, which runs under it,
+		// from waiting for itself.
+		return ErrClosed
+	}
 	flush := func() error { // with flushMu held
 		defer t.flushMu.Unlock()
 		if t.flusher.isClosed() {
@@ -165,6 +175,9 @@ func (t *Tracer) Flush() error {
 func (t *Tracer) Close() error {
 	if t == nil {
 		return nil
+	}
+	if t.onOwnGoroutine() {
+		return reentrant("Close")
 	}
 	t.closeOnce.Do(func() {
 		// A closed default tracer is no default: Start may start another.
@@ -288,6 +301,9 @@ func SetDefault(t *Tracer) error {
 // Stop stops the default tracer and closes its file, as Close does. It
 // returns nil if the default tracer was not running.
 func Stop() error {
+	if t := loadStd(); t != nil && t.onOwnGoroutine() {
+		return reentrant("Stop") // and the default tracer stays as it is
+	}
 	return (*Tracer)(std.Swap(nil)).Close()
 }
 

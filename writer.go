@@ -3,6 +3,7 @@ package tracer
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"math"
 	"sync"
 
@@ -53,7 +54,7 @@ type writer struct {
 
 	mu     sync.Mutex
 	failed []failure // batches whose write failed, for the encoder to unwrite
-	errs   error     // write errors since the last sync
+	errs   errorTally // write errors since the last sync
 
 	events, bytes, flushes, sinkErrors, lost atomic.Uint64
 	ratio                                    atomic.Uint64 // float64 bits: file bytes per byte encoded, for rotation
@@ -79,12 +80,12 @@ func (w *writer) stalled() bool {
 func (f *flusher) writeLoop() {
 	w := &f.out
 	defer close(w.exited)
+	f.t.own.writer.Store(goroutineID())
 	for b := range w.queue {
 		switch b.op {
 		case opSync:
 			w.mu.Lock()
-			err := w.errs
-			w.errs = nil
+			err := w.errs.take()
 			w.mu.Unlock()
 			b.done <- err
 			continue
@@ -125,7 +126,7 @@ func (f *flusher) writeBatch(b *batch, p []byte) {
 		} else {
 			w.events.Add(uint64(b.events))
 		}
-		w.errs = errors.Join(w.errs, err)
+		w.errs.add(err)
 		w.mu.Unlock()
 		f.t.opts.onError(err)
 		return
@@ -168,3 +169,66 @@ func (w *writer) takeFailures() []failure {
 	w.failed = nil
 	return failed
 }
+
+// maxErrorKinds is how many distinct write errors a tally keeps between
+// two syncs; the rest are counted.
+const maxErrorKinds = 4
+
+// An errorTally keeps the write errors Flush and Close return: the first
+// error of each kind (by its text) and how often each came. A disk that
+// stays full fails every write the same way; keeping them all would grow
+// the heap for as long as the fault lasts and make Close return an error
+// of thousands of lines.
+type errorTally struct {
+	kinds []repeatedError
+	other int // errors of kinds past maxErrorKinds
+}
+
+// add counts err.
+func (e *errorTally) add(err error) {
+	msg := err.Error()
+	for i := range e.kinds {
+		if e.kinds[i].msg == msg {
+			e.kinds[i].n++
+			return
+		}
+	}
+	if len(e.kinds) == maxErrorKinds {
+		e.other++
+		return
+	}
+	e.kinds = append(e.kinds, repeatedError{err: err, msg: msg, n: 1})
+}
+
+// take returns the errors counted so far, nil if none, and starts again.
+func (e *errorTally) take() error {
+	if len(e.kinds) == 0 {
+		return nil
+	}
+	errs := make([]error, 0, len(e.kinds)+1)
+	for i := range e.kinds {
+		errs = append(errs, &e.kinds[i])
+	}
+	if e.other > 0 {
+		errs = append(errs, fmt.Errorf("tracer: %d more write errors of other kinds", e.other))
+	}
+	*e = errorTally{}
+	return errors.Join(errs...)
+}
+
+// A repeatedError is one kind of write error and how often it came. It
+// unwraps to the first one, so errors.Is and errors.As see it.
+type repeatedError struct {
+	err error
+	msg string
+	n   int
+}
+
+func (r *repeatedError) Error() string {
+	if r.n == 1 {
+		return r.msg
+	}
+	return fmt.Sprintf("%s (%d failed writes)", r.msg, r.n)
+}
+
+func (r *repeatedError) Unwrap() error { return r.err }

@@ -1,0 +1,62 @@
+package tracer
+
+import (
+	"errors"
+	"fmt"
+
+	"go.uber.org/atomic"
+)
+
+// Code the tracer runs for the user.
+//
+// The tracer's own goroutines run user code: the writer goroutine calls
+// the sink (an io.Writer given to NewWithWriter, a Sink) and the error
+// handler, and the flusher goroutine calls the error handler with the
+// misuses it refused. That code may record without knowing it (a handler
+// that logs through slog with traceslog installed, a writer that wraps
+// another and times its writes with a span) and may call Flush "to be
+// safe". Neither may make the goroutine wait for itself: the writer is
+// what frees room in the buffers and completes a Flush.
+//
+//   - Recording on those goroutines never waits for room. When the
+//     buffers are full, such an event takes a chunk of a small reserve
+//     beyond the buffer limit (ownReserveChunks); it is written after the
+//     batch under way, like any event. Past the reserve, it is dropped
+//     and counted in Stats.Dropped, even with WithLossless: waiting there
+//     would stop every goroutine that records.
+//   - Flush and Close called there return ErrReentrant at once, and so
+//     does a FlightRecorder's WriteTo.
+//
+// Telling those goroutines apart costs a goroutine id lookup, only on
+// paths that would wait: never on the record path's fast path.
+
+// ErrReentrant is returned by Flush, Close and Stop, and by a
+// FlightRecorder's WriteTo and WriteFile, when they are called on one of
+// the tracer's own goroutines: from its error handler, from the Write of
+// its sink or io.Writer. They would wait for the very goroutine they run
+// on, so they return at once instead; the tracer flushes on its own, and
+// Close belongs to the code that made the tracer.
+var ErrReentrant = errors.New("tracer: called from the tracer's own goroutine (its error handler, Sink or io.Writer), which would wait for itself")
+
+// ownReserveChunks is how many chunks beyond the buffer limit the
+// tracer's own goroutines may take when the buffers are full: 128 KiB,
+// about two thousand events, which is far more than an error handler
+// records per failed write.
+const ownReserveChunks = 2
+
+// ownGoroutines holds the ids of the goroutines that run user code for a
+// tracer, 0 until each starts.
+type ownGoroutines struct {
+	writer, flusher atomic.Uint64
+}
+
+// onOwnGoroutine reports whether the caller is one of t's own goroutines.
+func (t *Tracer) onOwnGoroutine() bool {
+	g := goroutineID()
+	return g == t.own.writer.Load() || g == t.own.flusher.Load()
+}
+
+// reentrant returns the error op returns on one of t's own goroutines.
+func reentrant(op string) error {
+	return fmt.Errorf("%w: %s returned without waiting", ErrReentrant, op)
+}
