@@ -53,7 +53,7 @@ type writer struct {
 	done      atomic.Uint64 // batches written or failed: every batch below it, by seq
 
 	mu     sync.Mutex
-	failed []failure // batches whose write failed, for the encoder to unwrite
+	failed []failure  // batches whose write failed, for the encoder to unwrite
 	errs   errorTally // write errors since the last sync
 
 	events, bytes, flushes, sinkErrors, lost atomic.Uint64
