@@ -1,8 +1,10 @@
 package tracer
 
 import (
+	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -19,7 +21,7 @@ import (
 //
 // These variables set the options:
 //
-//	TRACER_FILE          the path, as for Start (".gz" gzips)
+//	TRACER_FILE          the path, as for Start (".gz" gzips); {pid} in it is the process id
 //	TRACER_FLUSH         WithFlushInterval, a time.ParseDuration string ("50ms")
 //	TRACER_BUFFER        WithBufferLimit, bytes
 //	TRACER_LOSSLESS      WithLossless, if true ("1", "true")
@@ -77,14 +79,48 @@ func init() {
 	}
 }
 
+// PidPlaceholder in TRACER_FILE is replaced by the process id, so that
+// every process that inherits the variable writes a file of its own:
+//
+//	TRACER_FILE='trace-{pid}.json' go test ./...   # one file per test binary
+//	tracer merge -o all.json trace-*.json
+const PidPlaceholder = "{pid}"
+
 // startFromEnv starts the default tracer writing to path with the options
-// the environment (read through getenv) sets.
+// the environment (read through getenv) sets. A path another process
+// writes (a parent that started this one with the same environment) is
+// left alone: this process writes beside it, with its pid in the name
+// (see besidePath), and says so on standard error.
 func startFromEnv(path string, getenv func(string) string) error {
 	opts, err := envOptions(getenv)
 	if err != nil {
 		return err
 	}
-	return Start(path, opts...)
+	pid := os.Getpid()
+	path = strings.ReplaceAll(path, PidPlaceholder, strconv.Itoa(pid))
+	err = Start(path, opts...)
+	if !errors.Is(err, ErrFileInUse) {
+		return err
+	}
+	beside := besidePath(path, pid)
+	if err := Start(beside, opts...); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "tracer: %s is being written by another process; this one (pid %d) writes %s (put %s in %s for a file per process)\n",
+		path, pid, beside, PidPlaceholder, EnvFile)
+	return nil
+}
+
+// besidePath returns the name of a trace beside path for process pid:
+// trace.json becomes trace.pid123.json, trace.json.gz trace.pid123.json.gz.
+// The "pid" keeps it apart from rotated files, which are numbered.
+func besidePath(path string, pid int) string {
+	dir, name := filepath.Split(path)
+	base, ext := name, ""
+	if i := strings.IndexByte(name[min(1, len(name)):], '.'); i >= 0 {
+		base, ext = name[:i+1], name[i+1:]
+	}
+	return filepath.Join(dir, base+".pid"+strconv.Itoa(pid)+ext)
 }
 
 // envOptions returns the options the TRACER_* variables other than

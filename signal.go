@@ -3,6 +3,7 @@ package tracer
 import (
 	"os"
 	"os/signal"
+	"slices"
 	"sync"
 	"syscall"
 )
@@ -48,6 +49,11 @@ import (
 //	defer tracer.Stop()
 //	serve(ctx) // returns once ctx is done and the shutdown is over
 //
+// A signal the program ignores when StopOnSignal is called (signal.Ignore,
+// or ignored by the parent that started it, as nohup and a shell's
+// trap '' INT do) is left alone: it goes on being ignored, and the
+// program keeps tracing.
+//
 // Stop waits for the file at most the stop timeout (WithStopTimeout), so a
 // stalled disk delays the exit by that much at most. The returned function
 // undoes StopOnSignal.
@@ -55,8 +61,14 @@ func StopOnSignal(sigs ...os.Signal) (cancel func()) {
 	if len(sigs) == 0 {
 		sigs = []os.Signal{os.Interrupt, syscall.SIGTERM}
 	}
+	// A signal the program ignores (signal.Ignore, or SIG_IGN inherited
+	// from the parent, as under nohup or a shell's trap '' INT) must stay
+	// ignored: catching it would stop the trace of a program that goes on.
+	sigs = slices.DeleteFunc(slices.Clone(sigs), signal.Ignored)
 	ch := make(chan os.Signal, 1)
-	signal.Notify(ch, sigs...)
+	if len(sigs) > 0 {
+		signal.Notify(ch, sigs...)
+	}
 	done := make(chan struct{})
 	go func() {
 		select {

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -53,6 +54,23 @@ func TestEndingChild(t *testing.T) {
 			Instant("tick", Int("i", i))
 			time.Sleep(time.Millisecond)
 		}
+	case "SIGINT ignored", "SIGINT ignored by the parent":
+		if mode == "SIGINT ignored" {
+			signal.Ignore(os.Interrupt) // as a program that must not stop on Ctrl-C does
+		}
+		cancel := StopOnSignal()
+		defer cancel()
+		os.Stdout.WriteString("READY\n")
+		for i := range 300 { // the parent sends SIGINT meanwhile
+			Instant("tick", Int("i", i))
+			time.Sleep(time.Millisecond)
+		}
+		if !Enabled() {
+			os.Stdout.WriteString("STOPPED\n")
+		}
+		Span("after the signal")()
+		require.NoError(t, Stop())
+		os.Exit(3) // a status the parent recognises: ran to its end
 	case "main panic":
 		defer Span("unwinding")() // ends while the panic unwinds, before Stop
 		panic("boom in main")
@@ -113,6 +131,45 @@ func TestSignalStopsTrace(t *testing.T) {
 			// Open when the signal came: written as B, however young.
 			assert.Equal(t, map[string]any{"job": "long"}, find(t, evs, "B", "worker busy").Args)
 			find(t, evs, "B", "waiting for the signal")
+		})
+	}
+}
+
+// TestIgnoredSignalIsIgnored: StopOnSignal changes nothing for a signal
+// the program ignores, by signal.Ignore or inherited from its parent (a
+// shell's trap '' INT, nohup-style launchers): a SIGINT neither stops the
+// trace nor the program, which records on and closes its file itself.
+func TestIgnoredSignalIsIgnored(t *testing.T) {
+	for _, mode := range []string{"SIGINT ignored", "SIGINT ignored by the parent"} {
+		t.Run(mode, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "trace.json")
+			cmd := exec.Command(os.Args[0], "-test.run=^TestEndingChild$")
+			if mode == "SIGINT ignored by the parent" {
+				cmd = exec.Command("sh", "-c", `trap '' INT; exec "$0" "$@"`, os.Args[0], "-test.run=^TestEndingChild$")
+			}
+			cmd.Env = append(os.Environ(), endingChildEnv+"="+mode+":"+path)
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			out, err := cmd.StdoutPipe()
+			require.NoError(t, err)
+			require.NoError(t, cmd.Start())
+			defer time.AfterFunc(10*time.Second, func() { cmd.Process.Kill() }).Stop()
+			lines := bufio.NewScanner(out)
+			for lines.Scan() && lines.Text() != "READY" {
+			}
+			require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
+			var rest strings.Builder
+			for lines.Scan() {
+				rest.WriteString(lines.Text() + "\n")
+			}
+			err = cmd.Wait()
+			var exit *exec.ExitError
+			require.True(t, errors.As(err, &exit), "%v\n%s", err, stderr.String())
+			require.Equal(t, 3, exit.ExitCode(), "the program ran to its end: %v\n%s", exit, stderr.String())
+			assert.NotContains(t, rest.String(), "STOPPED", "the signal stopped the trace")
+			evs := readClosed(t, path)
+			find(t, evs, "X", "after the signal")
+			assert.Len(t, byName(evs, "tick"), 300)
 		})
 	}
 }

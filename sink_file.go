@@ -58,8 +58,9 @@ type fileSink struct {
 }
 
 // openFile creates or truncates the file at path and returns the sink for
-// it: a fileSink for a regular file, or else a writerSink for what cannot
-// be cut back, such as /dev/stdout or a named pipe. Opening a named pipe
+// it: a fileSink for a regular file, locked for as long as it is open (see
+// filelock.go), or else a writerSink for what cannot be cut back, such as
+// /dev/stdout or a named pipe. Opening a named pipe
 // waits for a reader at most fifoWait (zero: as long as it takes).
 func openFile(path string, fifoWait time.Duration) (*fileSink, *writerSink, error) {
 	if fi, err := os.Stat(path); err == nil && fi.Mode()&os.ModeNamedPipe != 0 && fifoWait > 0 {
@@ -69,13 +70,23 @@ func openFile(path string, fifoWait time.Duration) (*fileSink, *writerSink, erro
 		}
 		return nil, newWriterSink(f, f.Close), nil
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	// Not O_TRUNC: a file another tracer writes must be left as it is.
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, nil, fmt.Errorf("tracer: %w", err)
 	}
 	if fi, err := f.Stat(); err == nil && !fi.Mode().IsRegular() {
 		return nil, newWriterSink(f, f.Close), nil
 	}
+	if err := lockFile(f); err != nil {
+		f.Close()
+		return nil, nil, fmt.Errorf("tracer: %s: %w", path, err)
+	}
+	if err := f.Truncate(0); err != nil {
+		f.Close()
+		return nil, nil, fmt.Errorf("tracer: %w", err)
+	}
+	removeStaleJoin(path)
 	return &fileSink{f: f, path: path}, nil, nil
 }
 

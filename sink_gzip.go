@@ -9,6 +9,7 @@ import (
 	"hash/crc32"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/klauspost/compress/flate"
 )
@@ -263,31 +264,47 @@ func (g *gzipSink) compress(p []byte) ([]byte, error) {
 }
 
 // Close closes out and joins the members of the file, if there is one.
+// It joins before it closes out, whose lock (see filelock.go) keeps another
+// tracer from starting on the path until the joined file is in place.
 func (g *gzipSink) Close() error {
-	err := g.out.Close()
-	if err != nil || g.path == "" || g.raw > joinLimit {
+	var joinErr error
+	if g.path != "" && g.raw <= joinLimit {
+		if err := joinGzipMembers(g.path); err != nil {
+			joinErr = fmt.Errorf("tracer: %s is complete, but chrome://tracing reads only its first gzip member: %w", g.path, err)
+		}
+	}
+	if err := g.out.Close(); err != nil {
 		return err
 	}
-	if err := joinGzipMembers(g.path); err != nil {
-		return fmt.Errorf("tracer: %s is complete, but chrome://tracing reads only its first gzip member: %w", g.path, err)
-	}
-	return nil
+	return joinErr
 }
 
 // joinGzipMembers rewrites the gzip file at path, made of members as
 // gzipSink writes them, as one member. It checks every member (its
 // framing, its data and its checksum) before it replaces the file, and
 // replaces it atomically, by renaming a temporary file over it: if
-// anything goes wrong, the file is left as it was.
+// anything goes wrong, the file is left as it was. The new file has the
+// old one's permissions, and a symlink at path stays one: the file it
+// points to is replaced. A kill before the rename leaves the temporary
+// file, which the next tracer on path removes (see removeStaleJoin).
 func joinGzipMembers(path string) (err error) {
 	in, err := os.Open(path)
 	if err != nil {
 		return err
 	}
 	defer in.Close()
-	tmp := path + ".join"
-	out, err := os.Create(tmp)
+	fi, err := in.Stat()
 	if err != nil {
+		return err
+	}
+	tmp := joinPath(path)
+	out, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, fi.Mode().Perm())
+	if err != nil {
+		return err
+	}
+	if err := out.Chmod(fi.Mode().Perm()); err != nil { // past the umask, as the file was
+		out.Close()
+		os.Remove(tmp)
 		return err
 	}
 	defer func() {
@@ -356,7 +373,7 @@ func joinGzipMembers(path string) (err error) {
 	if err := out.Sync(); err != nil {
 		return err
 	}
-	return os.Rename(tmp, path)
+	return os.Rename(tmp, strings.TrimSuffix(tmp, joinSuffix))
 }
 
 // skipFiller reads the rest of a filler member, as appendFiller writes it,

@@ -110,11 +110,14 @@ func newRotator(path string, o *sinkOptions) (*rotator, error) {
 		r.ext = filepath.Ext(strings.TrimSuffix(path, ".gz")) + ".gz"
 	}
 	r.base = strings.TrimSuffix(path, r.ext)
-	if err := r.findRotated(); err != nil {
-		return nil, fmt.Errorf("tracer: %w", err)
-	}
+	// Open (and lock) path first: the rotated files beside it are then
+	// this tracer's to number and remove.
 	if err := r.open(); err != nil {
 		return nil, err
+	}
+	if err := r.findRotated(); err != nil {
+		r.file.Close()
+		return nil, fmt.Errorf("tracer: %w", err)
 	}
 	return r, nil
 }
@@ -135,6 +138,11 @@ func (r *rotator) findRotated() error {
 		mid, ok := strings.CutPrefix(e.Name(), prefix+".")
 		if !ok {
 			continue // another file: never to be renumbered or removed
+		}
+		if _, ok := strings.CutSuffix(mid, r.ext+joinSuffix); ok {
+			// A rotated file's join, left by a kill: see removeStaleJoin.
+			os.Remove(filepath.Join(dir, e.Name()))
+			continue
 		}
 		if mid, ok = strings.CutSuffix(mid, r.ext); !ok {
 			continue
