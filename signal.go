@@ -51,7 +51,7 @@ import (
 //
 // A signal the program ignores when StopOnSignal is called (signal.Ignore,
 // or ignored by the parent that started it, as nohup and a shell's
-// trap '' INT do) is left alone: it goes on being ignored, and the
+// trap ” INT do) is left alone: it goes on being ignored, and the
 // program keeps tracing.
 //
 // Stop waits for the file at most the stop timeout (WithStopTimeout), so a

@@ -137,7 +137,7 @@ func TestSignalStopsTrace(t *testing.T) {
 
 // TestIgnoredSignalIsIgnored: StopOnSignal changes nothing for a signal
 // the program ignores, by signal.Ignore or inherited from its parent (a
-// shell's trap '' INT, nohup-style launchers): a SIGINT neither stops the
+// shell's trap ” INT, nohup-style launchers): a SIGINT neither stops the
 // trace nor the program, which records on and closes its file itself.
 func TestIgnoredSignalIsIgnored(t *testing.T) {
 	for _, mode := range []string{"SIGINT ignored", "SIGINT ignored by the parent"} {
