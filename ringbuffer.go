@@ -68,9 +68,10 @@ type lane struct {
 	// Pinning is what orders the accesses of successive goroutines; they
 	// are atomic (a plain move on amd64 and arm64, but for the store of
 	// cur, once per chunk) so that the race detector sees the order too.
-	cur  atomic.Pointer[chunk] // the chunk being filled
-	next uint64                // the token to try first: see take
-	_    [48]byte
+	cur    atomic.Pointer[chunk] // the chunk being filled
+	next   uint64                // the token to try first: see take
+	starts uint64                // spans started: see reuseAfter; read by any end
+	_      [40]byte
 
 	// Consumer side: touched only by the flusher, under flushMu.
 	read *chunk // the oldest chunk not read to its end, nil before the first
@@ -88,7 +89,7 @@ type lane struct {
 
 func newLane(t *Tracer, p int) *lane {
 	l := &lane{id: uint64(p), t: t}
-	blocks := []*tokenBlock{newTokenBlock(t, l.id, 0)}
+	blocks := []*tokenBlock{newTokenBlock(l, 0)}
 	l.blocks.Store(&blocks)
 	l.cur.Store(full)
 	return l

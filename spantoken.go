@@ -19,32 +19,50 @@ import (
 // caller's, records nothing and touches no span: it is counted in
 // Stats.Unmatched and reported once to the error handler.
 //
-// A lane hands its tokens out in turn, skipping those still held, so a
-// freed token comes back only after every other one of its lane has been
-// handed out (4096 at least). The one misuse a token cannot tell apart from
-// a real end is a stale end function called by the goroutine that now
-// holds the same token for a newer span: it needs that many spans started
-// on the P in between, and the newer span still open when the stale call
+// A lane hands its tokens out in turn, and a freed token is handed out
+// again only once reuseAfter more spans have started on its lane: the end
+// that frees it stamps it with the lane's count of span starts, and take
+// passes over a free token whose stamp is younger. (Handing tokens out in
+// turn is not enough on its own: while most of a lane's tokens are held,
+// as on a server with thousands of requests in flight, the turn comes
+// round after far fewer starts than there are tokens.) The one misuse a
+// token cannot tell apart from a real end is a stale end function called
+// by the goroutine that now holds the same token for a newer span: it
+// needs reuseAfter spans started on the P between the first end and the
+// newer span's start, and the newer span still open when the stale call
 // comes, which a deferred end never meets (deferred calls run in reverse
 // order, so spans begun after it have ended).
 //
-// A lane whose tokens are mostly held (a server with many slow requests)
-// gets another block of them; tokens of spans the flusher forgot (see
-// maxOpenSpans) are taken back, so a program that never ends its spans
-// does not grow the blocks without bound.
+// A lane whose tokens are held or freed too recently gets another block
+// of them, so a lane holds about reuseAfter tokens more than it has spans
+// open at once; tokens of spans the flusher forgot (see maxOpenSpans) are
+// taken back, so a program that never ends its spans does not grow the
+// blocks without bound.
+//
+// Why not a larger bound: the end function must be made in advance (an
+// allocation per span would cost more than the span), one per token, and
+// a token's end function and state take 48 bytes; a block a P is what
+// the bound costs in memory, 192 KiB a P for 4000 spans.
 
 // tokenBlockSize is the number of tokens a lane gets at a time.
 const tokenBlockSize = 4096
 
-// tokenTries is how many held tokens a start skips before its lane gets a
-// new block: with a lane's tokens half held, one start in 65536 finds
-// sixteen in a row held.
+// reuseAfter is how many spans must start on a lane before a token freed
+// there is handed out again: a little less than a block, so that a lane
+// whose spans end as they start (a tight loop) cycles through one block.
+const reuseAfter = 4000
+
+// tokenTries is how many tokens a start passes over (held, or freed too
+// recently) before its lane gets a new block.
 const tokenTries = 16
 
 // A spanToken names an open span: its lane and its index there.
 type spanToken struct {
-	state uint64 // 0 when free, gid<<1|1 while goroutine gid's span holds it
-	t     *Tracer
+	// gid<<1|1 while goroutine gid's span holds it; when free, 0 if never
+	// used, else (starts+1)<<1 with starts the lane's count of span starts
+	// when it was freed (see free).
+	state uint64
+	l     *lane
 	id    uint64 // lane id << 32 | index in the lane
 }
 
@@ -55,10 +73,10 @@ type tokenBlock struct {
 	ends   [tokenBlockSize]func(...Arg)
 }
 
-func newTokenBlock(t *Tracer, lane uint64, first int) *tokenBlock {
+func newTokenBlock(l *lane, first int) *tokenBlock {
 	b := new(tokenBlock)
 	for i := range b.tokens {
-		b.tokens[i] = spanToken{t: t, id: lane<<32 | uint64(first+i)}
+		b.tokens[i] = spanToken{l: l, id: l.id<<32 | uint64(first+i)}
 		b.ends[i] = b.tokens[i].end
 	}
 	return b
@@ -66,6 +84,15 @@ func newTokenBlock(t *Tracer, lane uint64, first int) *tokenBlock {
 
 // held is the state of a token held by goroutine gid's span.
 func held(gid uint64) uint64 { return gid<<1 | 1 }
+
+// free is the state of a token freed after starts span starts on its lane.
+func free(starts uint64) uint64 { return (starts + 1) << 1 }
+
+// reusable reports whether a token in state st may be handed out after
+// starts span starts on its lane.
+func reusable(st, starts uint64) bool {
+	return st == 0 || st&1 == 0 && starts-(st>>1-1) >= reuseAfter
+}
 
 // take hands out a free token of l to goroutine gid and returns its index
 // and end function. It runs pinned to l's P: its only producer.
@@ -80,15 +107,16 @@ func (l *lane) take(gid uint64) (uint64, func(...Arg)) {
 			// Allocating while pinned is allowed; it happens once per
 			// 4096 spans held at once on this P.
 			i = uint64(len(blocks)) * tokenBlockSize
-			grown := append(blocks[:len(blocks):len(blocks)], newTokenBlock(l.t, l.id, int(i)))
+			grown := append(blocks[:len(blocks):len(blocks)], newTokenBlock(l, int(i)))
 			l.blocks.Store(&grown)
 			blocks = grown
 		}
 		b := blocks[i/tokenBlockSize]
 		tok := &b.tokens[i%tokenBlockSize]
-		if atomic.LoadUint64(&tok.state) == 0 {
+		if starts := l.starts; reusable(atomic.LoadUint64(&tok.state), starts) {
 			storeRelease(&tok.state, held(gid)) // the end's CAS orders it
 			storeRelease(&l.next, i+1)
+			storeRelease(&l.starts, starts+1)
 			return i, b.ends[i%tokenBlockSize]
 		}
 		i++
@@ -104,11 +132,11 @@ func (l *lane) token(i uint64) *spanToken {
 // holds it: see the note above.
 func (s *spanToken) end(args ...Arg) {
 	gid := goroutineID()
-	if !atomic.CompareAndSwapUint64(&s.state, held(gid), 0) {
-		s.t.unmatchedEnd(gid, atomic.LoadUint64(&s.state))
+	if !atomic.CompareAndSwapUint64(&s.state, held(gid), free(atomic.LoadUint64(&s.l.starts))) {
+		s.l.t.unmatchedEnd(gid, atomic.LoadUint64(&s.state))
 		return
 	}
-	s.t.record(kindEnd, 0, catScope{}, "", s.id, args)
+	s.l.t.record(kindEnd, 0, catScope{}, "", s.id, args)
 }
 
 // unmatchedEnd counts an end function called by goroutine gid on a token
@@ -118,7 +146,7 @@ func (t *Tracer) unmatchedEnd(gid, state uint64) {
 	t.unmatched.Inc()
 	t.refusal.keep(misuseEnd, func() error {
 		switch {
-		case state == 0:
+		case state&1 == 0:
 			return fmt.Errorf("tracer: a span's end function was called on goroutine %d after the span had ended "+
 				"(called twice?), or after the tracer gave up on it (see Span): ignored, counted in Stats.Unmatched", gid)
 		default:
@@ -137,6 +165,7 @@ func (t *Tracer) release(token, gid uint64) {
 		return
 	}
 	if ls, p := *lp, token>>32; p < uint64(len(ls)) && ls[p] != nil {
-		atomic.CompareAndSwapUint64(&ls[p].token(token&(1<<32-1)).state, held(gid), 0)
+		l := ls[p]
+		atomic.CompareAndSwapUint64(&l.token(token&(1<<32-1)).state, held(gid), free(atomic.LoadUint64(&l.starts)))
 	}
 }

@@ -2,9 +2,12 @@ package tracer
 
 import (
 	"runtime"
+	"strconv"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/gotracer/tracer/internal/tracecheck"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -195,9 +198,70 @@ func TestForgottenSpanTokenComesBack(t *testing.T) {
 	tok := (*tr.lanes.Load())[0].token(0)
 	require.Equal(t, held(gid), tok.state)
 	tr.release(tok.id, gid)
-	assert.Zero(t, tok.state, "free again")
+	assert.Zero(t, tok.state&1, "free again")
 	tr.release(tok.id, gid) // twice: nothing
 	onOtherGoroutine(func() { end() })
 	require.NoError(t, tr.Close())
 	assert.Equal(t, uint64(1), tr.Stats().Unmatched)
+}
+
+// TestStaleEndBound is the bound on stale ends at its edge: with most of a
+// P's tokens held by spans in flight (a server's requests), an early end
+// then the deferred one, called up to reuseAfter-1 spans later while a
+// newer span of the same goroutine is open, ends nothing, and the newer
+// span ends when its own end comes.
+func TestStaleEndBound(t *testing.T) {
+	for _, between := range []int{0, 255, 511, 1023, reuseAfter - 1} {
+		t.Run(strconv.Itoa(between), func(t *testing.T) {
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1)) // one lane
+			tr, path := newTestTracer(t, WithFlushInterval(10*time.Second))
+			// In flight: a block's worth of requests, each on its
+			// goroutine, of which one in sixteen has ended, so free
+			// tokens are scattered.
+			var wg sync.WaitGroup
+			release := make([]chan struct{}, tokenBlockSize)
+			ended := make([]chan struct{}, tokenBlockSize)
+			for i := range release {
+				release[i], ended[i] = make(chan struct{}), make(chan struct{})
+				started := make(chan struct{})
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					end := tr.LongSpan("in flight")
+					close(started)
+					<-release[i]
+					end()
+					close(ended[i])
+				}()
+				<-started
+			}
+			for i := 0; i < len(release); i += 16 {
+				close(release[i])
+				<-ended[i]
+				release[i] = nil
+			}
+			end := tr.Span("request")
+			end() // the error path
+			for range between {
+				tr.Span("other")()
+			}
+			newer := tr.LongSpan("newer")
+			end() // the deferred end: stale
+			assert.Equal(t, uint64(1), tr.Stats().Unmatched, "the stale end ended nothing")
+			newer()
+			for _, r := range release {
+				if r != nil {
+					close(r)
+				}
+			}
+			wg.Wait()
+			require.NoError(t, tr.Close())
+			assert.Equal(t, uint64(1), tr.Stats().Unmatched, "every other end matched its own span")
+			tracks := checkTracks(t, readClosed(t, path)) // every B has its E, nested
+			newerSlices := tracecheck.SlicesNamed(tracks, "newer")
+			require.Len(t, newerSlices, 1)
+			assert.Greater(t, newerSlices[0].End, newerSlices[0].Start)
+			assert.Len(t, tracecheck.SlicesNamed(tracks, "in flight"), tokenBlockSize)
+		})
+	}
 }
