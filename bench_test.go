@@ -272,3 +272,13 @@ func workloadTrace(b *testing.B) []byte {
 	}
 	return buf.Bytes()
 }
+
+// BenchmarkOpenSpanMemory reports the heap a tracer holds for each span
+// left open (B/open-span): its start in the flusher's table and its
+// token, as for a server's requests in flight.
+func BenchmarkOpenSpanMemory(b *testing.B) {
+	n := max(b.N, 100_000)
+	b.ReportAllocs()
+	perSpan, _ := openSpanMemory(b, n)
+	b.ReportMetric(perSpan, "B/open-span")
+}

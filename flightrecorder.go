@@ -161,7 +161,7 @@ func (r *FlightRecorder) snapshot() ([]byte, error) {
 	f.names.appendAll(&f.enc)
 	for _, s := range f.open.stacks {
 		for i := range *s {
-			f.enc.begin(&(*s)[i].start, (*s)[i].rest)
+			f.enc.begin(&(*s)[i].start, (*s)[i].rest())
 		}
 	}
 	f.appendEnd()

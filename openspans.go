@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"unsafe"
 )
 
 // Spans are recorded as two events, a start and an end, and the flusher
@@ -19,11 +20,11 @@ import (
 // order, which chrome://tracing requires.
 
 // maxOpenSpans bounds the open spans the flusher remembers: a server with a
-// million slow requests in flight keeps every one. An open span costs the
-// flusher about 150 bytes (its start and its goroutine's entry in the
-// table: 2^20 goroutines with a span each took 156 MiB of heap in
-// TestMillionOpenSpans), more with args, and its token 48 bytes more
-// (spantoken.go), so the bound is about 200 MB. A goroutine that exits
+// million slow requests in flight keeps every one. An open span costs
+// about 190 bytes with its token (its start, its goroutine's entry in the
+// table, and the token, 48 bytes: see spantoken.go; TestMillionOpenSpans
+// holds it under 200), 32 bytes more for each arg slot, so the bound is
+// about 200 MB. A goroutine that exits
 // inside a span it never ended leaves the start here for good, and a
 // program that does that often would otherwise grow this table without
 // limit. Past the bound,
@@ -34,14 +35,25 @@ import (
 // its end, should it still come, is counted in Stats.Unmatched.
 const maxOpenSpans = 1 << 20
 
-// An openSpan is a started span whose end has not been seen yet.
+// An openSpan is a started span whose end has not been seen yet. It is
+// packed into 64 bytes, a size class of its own, since a server may hold
+// a million of them (see maxOpenSpans).
 type openSpan struct {
 	start   slot
-	rest    []slot // the extra and arg slots, if any
+	args    *slot  // the first of its extra and arg slots, nil if none: see rest
 	token   uint64 // the spanToken id its end will carry
-	written bool   // its B event is in the file
 	batch   uint64 // the write that held its B event
-	off     int    // where in that write
+	off     int32  // where in that write (a batch is at most a few hundred KiB)
+	nargs   uint8  // how many slots args points to
+	written bool   // its B event is in the file
+}
+
+// rest returns the span's extra and arg slots, if any.
+func (o *openSpan) rest() []slot {
+	if o.args == nil {
+		return nil
+	}
+	return unsafe.Slice(o.args, o.nargs)
 }
 
 // openSpans holds the open spans of every goroutine that has one.
@@ -100,7 +112,7 @@ func (f *flusher) push(h *slot, rest []slot, token uint64) {
 	f.open.count++
 	top := &(*s)[len(*s)-1]
 	if len(rest) > 0 {
-		top.rest = append([]slot(nil), rest...)
+		top.args, top.nargs = &append([]slot(nil), rest...)[0], uint8(len(rest))
 	}
 	if h.kind() == kindBegin && !f.traits.window {
 		f.writeBegins(*s, int64(1)<<62)
@@ -118,8 +130,8 @@ func (f *flusher) writeBegins(s []openSpan, before int64) {
 		if o.start.at() >= before {
 			return
 		}
-		o.written, o.batch, o.off = true, f.batch, len(f.enc.buf)
-		f.enc.begin(&o.start, o.rest)
+		o.written, o.batch, o.off = true, f.batch, int32(len(f.enc.buf))
+		f.enc.begin(&o.start, o.rest())
 		f.pending++
 	}
 }
@@ -152,11 +164,11 @@ func (f *flusher) pop(end *slot, endArgs []slot) {
 		o := &st[j]
 		switch {
 		case o.written && j == i:
-			f.writeEnd(&o.start, o.rest, endArgs, end.at(), o.batch, o.off)
+			f.writeEnd(&o.start, o.rest(), endArgs, end.at(), o.batch, int(o.off))
 		case o.written: // ends with the span below it: the args are not its
-			f.writeEnd(&o.start, o.rest, nil, end.at(), o.batch, o.off)
+			f.writeEnd(&o.start, o.rest(), nil, end.at(), o.batch, int(o.off))
 		case j == i:
-			f.enc.complete(&o.start, o.rest, endArgs, end.at()-o.start.at())
+			f.enc.complete(&o.start, o.rest(), endArgs, end.at()-o.start.at())
 			f.pending++
 		default:
 			f.forgotten.Inc()
@@ -187,7 +199,7 @@ func (f *flusher) writeOldBegins(before int64) {
 func (o *openSpans) unwrite(fl failure) {
 	for _, s := range o.stacks {
 		for i := range *s {
-			if sp := &(*s)[i]; sp.written && sp.batch == fl.seq && sp.off >= fl.delivered {
+			if sp := &(*s)[i]; sp.written && sp.batch == fl.seq && int(sp.off) >= fl.delivered {
 				sp.written = false
 			}
 		}

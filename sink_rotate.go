@@ -335,7 +335,7 @@ func (f *flusher) reopenSpans() {
 	for _, s := range f.open.stacks {
 		for i := range *s {
 			if o := &(*s)[i]; o.written {
-				f.enc.begin(&o.start, o.rest)
+				f.enc.begin(&o.start, o.rest())
 			}
 		}
 	}

@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func newTestTracer(t *testing.T, opts ...Option) (*Tracer, string) {
+func newTestTracer(t testing.TB, opts ...Option) (*Tracer, string) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "trace.json")
 	tr, err := New(path, opts...)
