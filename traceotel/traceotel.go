@@ -25,7 +25,10 @@
 // (id2.local) is the span's id. Its begin carries the span kind, trace id,
 // span id and parent span id; its end carries the span's attributes (up to
 // 24 of them, slices written as JSON text), its status ("Unset", "Ok" or
-// "Error") and the status description. The slice begins when the SDK
+// "Error") and the status description. An attribute whose key is one of
+// those the processor writes (kind, trace_id, span_id, parent_span_id,
+// status, status_description) is written as "attr.KEY", so every key is
+// written once and the status stays visible. The slice begins when the SDK
 // starts the span and ends when the span ends: the processor records at
 // those moments, so a span given explicit timestamps (trace.WithTimestamp)
 // is drawn when it was started and ended, not at the times it was given.
@@ -125,16 +128,44 @@ func (p *SpanProcessor) OnEnd(s sdktrace.ReadOnlySpan) {
 	if st.Description != "" {
 		args = append(args, tracer.String("status_description", st.Description))
 	}
-	for _, kv := range attrs[:min(len(attrs), maxAttributes)] {
-		args = append(args, arg(kv))
+	attrs = attrs[:min(len(attrs), maxAttributes)]
+	for _, kv := range attrs {
+		args = append(args, arg(attrKey(kv.Key, attrs), kv))
 	}
 	v.(tracer.Async).End(args...)
 }
 
-// arg converts an attribute to an arg of the same type; slices become
-// their JSON text.
-func arg(kv attribute.KeyValue) tracer.Arg {
-	k := string(kv.Key)
+// reservedKeys are the args the processor writes itself, on the begin or
+// the end of a span's slice; the viewers show both as one set of args.
+var reservedKeys = map[string]bool{
+	"kind": true, "trace_id": true, "span_id": true, "parent_span_id": true,
+	"status": true, "status_description": true,
+}
+
+// attrKey returns the arg key for the attribute k among attrs: k itself,
+// or, should k be one of the processor's own keys, "attr.k" (with more
+// "attr." until it is no other attribute's key), so that no two args of a
+// slice share a key and the span's status stays visible.
+func attrKey(k attribute.Key, attrs []attribute.KeyValue) string {
+	key := string(k)
+	if !reservedKeys[key] {
+		return key
+	}
+	for {
+		key = "attr." + key
+		taken := false
+		for _, kv := range attrs {
+			taken = taken || string(kv.Key) == key
+		}
+		if !taken {
+			return key
+		}
+	}
+}
+
+// arg converts an attribute to an arg named k of the same type; slices
+// become their JSON text.
+func arg(k string, kv attribute.KeyValue) tracer.Arg {
 	switch kv.Value.Type() {
 	case attribute.BOOL:
 		return tracer.Bool(k, kv.Value.AsBool())
