@@ -97,7 +97,10 @@ func holdChild(t *testing.T, word string, env ...string) (*exec.Cmd, io.WriteClo
 	lines := bufio.NewScanner(out)
 	for lines.Scan() && lines.Text() != "READY" {
 	}
-	require.Equal(t, "READY", lines.Text(), "stderr: %s", stderr.String())
+	if lines.Text() != "READY" {
+		cmd.Wait() // before reading stderr, which it writes
+		t.Fatalf("the child never got ready; stderr: %s", stderr.String())
+	}
 	go io.Copy(io.Discard, out)
 	return cmd, in, &stderr
 }
