@@ -30,6 +30,7 @@ import (
 //	TRACER_PROCESS_NAME  WithProcessName
 //	TRACER_MAX_FILE_SIZE WithMaxFileSize, bytes
 //	TRACER_MAX_FILES     WithMaxFiles
+//	TRACER_LANES         WithLanes, if true ("1", "true")
 //
 // A variable that does not parse, or a file that cannot be created, is
 // reported on standard error and tracing stays off: a trace is never a
@@ -67,6 +68,7 @@ const (
 	EnvProcessName = "TRACER_PROCESS_NAME"
 	EnvMaxFileSize = "TRACER_MAX_FILE_SIZE"
 	EnvMaxFiles    = "TRACER_MAX_FILES"
+	EnvLanes       = "TRACER_LANES"
 )
 
 func init() {
@@ -163,6 +165,15 @@ func envOptions(getenv func(string) string) ([]Option, error) {
 		}
 		if lossless {
 			opts = append(opts, WithLossless())
+		}
+	}
+	if s := getenv(EnvLanes); s != "" {
+		lanes, err := strconv.ParseBool(s)
+		if err != nil {
+			return nil, fmt.Errorf("%s=%s: not a boolean", EnvLanes, s)
+		}
+		if lanes {
+			opts = append(opts, WithLanes())
 		}
 	}
 	if s := getenv(EnvCategories); s != "" {

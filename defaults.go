@@ -83,6 +83,14 @@ func (t *Tracer) adoptDefaults(userCats bool) {
 	t.flushMu.Lock()
 	defer t.flushMu.Unlock()
 	f := &t.flusher
+	if f.shared != nil { // on lanes, a name is a group's
+		for gid, tn := range names {
+			if tn.hasName {
+				f.shared.setName(gid, tn.name)
+			}
+		}
+		return
+	}
 	if f.traits.window { // a flight recorder's dumps name what it remembers
 		for gid, tn := range names {
 			f.names.adopt(gid, tn)

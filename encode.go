@@ -29,7 +29,14 @@ type encoder struct {
 	buf   []byte
 	pid   int
 	base  int64       // nanotime of ts 0
-	names *trackNames // told of every goroutine with an event, if not nil
+	names *trackNames // told of every track with an event, if not nil
+
+	// With WithLanes: the lanes goroutines' events go to, a lane for the
+	// next event instead (tidNext, once), and the goroutine of the event
+	// being written, whose id its args start with.
+	shared  *sharedTracks
+	tidNext uint64
+	gidArg  uint64
 
 	pidTid []byte // `,"pid":N,"tid":`
 	pidFld []byte // `,"pid":N`
@@ -209,6 +216,7 @@ func (e *encoder) begin(h *slot, rest []slot) {
 func (e *encoder) end(h *slot, rest, endArgs []slot, at int64) {
 	b := e.appendHead(e.buf, h, rest, 'E', at)
 	b = e.appendIDs(b, h.gid())
+	e.gidArg = 0 // on the B already: catapult warns of an arg both give
 	e.buf = e.appendArgs(b, endArgs, nil)
 }
 
@@ -237,12 +245,27 @@ func (e *encoder) appendHead(b []byte, h *slot, rest []slot, ph byte, at int64) 
 	return appendMicros(b, at-e.base)
 }
 
+// appendIDs appends the pid and tid of an event of goroutine gid: gid
+// itself, or the lane it is drawn on (see WithLanes).
 func (e *encoder) appendIDs(b []byte, gid uint64) []byte {
+	if e.shared == nil {
+		return e.appendTid(b, gid)
+	}
+	tid := e.tidNext
+	if tid == 0 {
+		tid = e.shared.tid(gid)
+	}
+	e.tidNext, e.gidArg = 0, gid
+	return e.appendTid(b, tid)
+}
+
+// appendTid appends the pid and the track id tid.
+func (e *encoder) appendTid(b []byte, tid uint64) []byte {
 	if e.names != nil {
-		e.names.see(gid)
+		e.names.see(tid)
 	}
 	b = append(b, e.pidTid...)
-	return appendUint(b, gid)
+	return appendUint(b, tid)
 }
 
 // appendTail ends an event with its args. Category and scope are not args:
@@ -254,11 +277,18 @@ func (e *encoder) appendTail(b []byte, h *slot, rest []slot) []byte {
 // appendArgs ends an event with the args in as and then in more (a span's
 // start and end args, in one object).
 func (e *encoder) appendArgs(b []byte, as, more []slot) []byte {
-	if len(as) == 0 && len(more) == 0 {
+	gid := e.gidArg
+	e.gidArg = 0
+	if len(as) == 0 && len(more) == 0 && gid == 0 {
 		return append(b, "},\n"...)
 	}
 	b = append(b, `,"args":{`...)
 	first := true
+	if gid != 0 { // drawn on a lane: say whose event it is
+		b = append(b, `"goroutine":`...)
+		b = appendUint(b, gid)
+		first = false
+	}
 	for _, as := range [2][]slot{as, more} {
 		for i := 0; i < len(as); i++ {
 			a := &as[i]

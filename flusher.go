@@ -34,11 +34,12 @@ type flusher struct {
 	closing       bool // Close's last pass: no rotation
 	closed        uatomic.Bool
 
-	batch      uint64      // batches queued so far: tells which B events a failed write lost
-	batchLimit int         // bytes to encode before queueing: batchBytes, or less near a rotation
-	fileRaw    int64       // bytes encoded for the current file, when rotating
-	traits     sinkTraits  // what the sink says of itself
-	names      *trackNames // goroutine names to write again, for files or a window
+	batch      uint64        // batches queued so far: tells which B events a failed write lost
+	batchLimit int           // bytes to encode before queueing: batchBytes, or less near a rotation
+	fileRaw    int64         // bytes encoded for the current file, when rotating
+	traits     sinkTraits    // what the sink says of itself
+	names      *trackNames   // goroutine names to write again, for files or a window
+	shared     *sharedTracks // goroutines drawn on lanes (WithLanes), if not nil
 
 	forgotten uatomic.Uint64 // open spans given up: see pop and maxOpenSpans
 
@@ -57,6 +58,7 @@ type sentEnd struct {
 	rest    []slot
 	endArgs []slot
 	at      int64
+	tid     uint64 // the lane it is drawn on, with lanes
 	batch   uint64 // the batch that holds the E
 	off     int    // where in it
 	b       struct {
@@ -81,6 +83,11 @@ func (f *flusher) init(t *Tracer, s sink, wall time.Time) {
 	if f.traits.files != nil || f.traits.window {
 		f.names = newTrackNames()
 		f.enc.names = f.names
+	}
+	if t.opts.lanes {
+		f.shared = newSharedTracks(f.names)
+		f.enc.shared = f.shared
+		f.open.forget = f.shared.abandon
 	}
 	f.out.init()
 }
@@ -242,7 +249,7 @@ merge:
 			if len(f.kept) > 0 && f.kept[0].at() <= h.at() {
 				f.popKeptEnds(h.at() + 1)
 			}
-			if f.names != nil {
+			if f.names != nil && f.shared == nil { // with lanes, goroutines are no tracks
 				f.names.note(h, c.l.read.slots[c.l.pos+1:c.l.pos+h.slots()])
 			}
 			c.l.pos += f.take(c, h, cut)
@@ -335,8 +342,15 @@ func (f *flusher) take(c *cursor, h *slot, cut int64) uint64 {
 					// The end's args follow it: published with it, as an
 					// event never straddles chunks.
 					en := next.slots()
+					var lane *sharedTrack
+					if f.shared != nil {
+						lane = f.shared.momentary(&f.enc, h.gid(), h.str(), h.at())
+					}
 					f.enc.complete(h, rest, l.read.slots[l.pos+n+1:l.pos+n+en], next.at()-h.at())
 					f.pending++
+					if lane != nil {
+						f.shared.give(lane, next.at()) // busy until the span ends
+					}
 					return n + en
 				}
 			}
@@ -345,6 +359,13 @@ func (f *flusher) take(c *cursor, h *slot, cut int64) uint64 {
 	case kindEnd:
 		f.pop(h, rest)
 	case kindThreadName, kindThreadSort:
+		if f.shared != nil {
+			// A goroutine on lanes names its group, not a track.
+			if h.kind() == kindThreadName {
+				f.shared.setName(h.gid(), h.str())
+			}
+			break
+		}
 		if f.traits.window {
 			// A dump names every goroutine it remembers (see
 			// tracknames.go): one in the window too would be twice.
@@ -353,8 +374,15 @@ func (f *flusher) take(c *cursor, h *slot, cut int64) uint64 {
 		f.enc.event(h, rest)
 		f.pending++
 	default:
+		var lane *sharedTrack
+		if f.shared != nil && h.kind() != kindCounter {
+			lane = f.shared.momentary(&f.enc, h.gid(), h.str(), h.at())
+		}
 		f.enc.event(h, rest)
 		f.pending++
+		if lane != nil {
+			f.shared.give(lane, h.at())
+		}
 	}
 	return n
 }
@@ -406,12 +434,27 @@ func (f *flusher) startBatch(block bool) bool {
 	return true
 }
 
+// appendLaneNames writes the names of the lanes made since it last ran
+// (see WithLanes). A flight recorder's dump writes every name it
+// remembers instead.
+func (f *flusher) appendLaneNames() {
+	if f.shared == nil {
+		return
+	}
+	if f.traits.window {
+		f.shared.unnamed = f.shared.unnamed[:0]
+		return
+	}
+	f.pending += f.shared.appendNames(&f.enc)
+}
+
 // send queues the batch encoded so far for the writer, unless it is empty.
 func (f *flusher) send() {
 	b := f.cur
 	if b == nil || (len(f.enc.buf) == 0 && b.op == opWrite) {
 		return
 	}
+	f.appendLaneNames()
 	if f.names != nil {
 		f.pending += f.names.appendPending(&f.enc)
 		f.names.tick++
@@ -465,7 +508,7 @@ func (f *flusher) takeFailures() {
 func (f *flusher) writeResent() {
 	for i := range f.resend {
 		e := &f.resend[i]
-		f.writeEnd(&e.start, e.rest, e.endArgs, e.at, e.b.batch, e.b.off)
+		f.writeEnd(&e.start, e.rest, e.endArgs, e.at, e.b.batch, e.b.off, e.tid)
 	}
 	clear(f.resend)
 	f.resend = f.resend[:0]
@@ -473,9 +516,16 @@ func (f *flusher) writeResent() {
 
 // writeEnd writes the E event, at time at and with endArgs, of a span
 // whose B event is in batch bBatch at bOff, and keeps it until its batch
-// is written.
-func (f *flusher) writeEnd(start *slot, rest, endArgs []slot, at int64, bBatch uint64, bOff int) {
+// is written. With lanes, tid is the lane of its B, or 0 for the one its
+// goroutine holds.
+func (f *flusher) writeEnd(start *slot, rest, endArgs []slot, at int64, bBatch uint64, bOff int, tid uint64) {
 	e := sentEnd{start: *start, rest: rest, at: at, batch: f.batch, off: len(f.enc.buf)}
+	if f.shared != nil {
+		if tid == 0 {
+			tid = f.shared.tid(start.gid())
+		}
+		e.tid, f.enc.tidNext = tid, tid
+	}
 	if len(endArgs) > 0 {
 		e.endArgs = append([]slot(nil), endArgs...) // they are in a chunk the lane reuses
 	}
@@ -539,6 +589,7 @@ func (f *flusher) unread() uint64 {
 
 // appendEnd ends the trace: the drop counter, without a comma, and "]".
 func (f *flusher) appendEnd() {
+	f.appendLaneNames()
 	f.reportedDrops = f.dropsSoFar()
 	f.appendDropCounter(nanotime())
 	b := f.enc.buf

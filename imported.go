@@ -89,6 +89,9 @@ func attachImported(t any, src imported.Source) (int, int64, error) {
 	if f.isClosed() || !tr.recording.Load() {
 		return 0, 0, ErrClosed
 	}
+	if f.shared != nil {
+		return 0, 0, errors.New("tracer: the Go runtime's view draws goroutine tracks, which a tracer WithLanes does not have")
+	}
 	if f.traits.window {
 		// A dump is cut from the window by event count and age; events
 		// that come a generation late would be cut at the wrong place.

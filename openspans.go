@@ -64,6 +64,8 @@ type openSpans struct {
 	// The last goroutine looked up: its events tend to come in runs.
 	lastGid   uint64
 	lastStack *[]openSpan
+
+	forget func(gid uint64) // told of goroutines trim forgot, if not nil
 }
 
 func (o *openSpans) stack(gid uint64, create bool) *[]openSpan {
@@ -108,6 +110,9 @@ func (o *openSpans) release(gid uint64, s *[]openSpan) {
 // is written as B at once, after the open spans below it.
 func (f *flusher) push(h *slot, rest []slot, token uint64) {
 	s := f.open.stack(h.gid(), true)
+	if len(*s) == 0 && f.shared != nil {
+		f.shared.acquire(h.gid(), h.str(), h.at()) // its first open span: it takes a lane
+	}
 	*s = append(*s, openSpan{start: *h, token: token})
 	f.open.count++
 	top := &(*s)[len(*s)-1]
@@ -164,9 +169,9 @@ func (f *flusher) pop(end *slot, endArgs []slot) {
 		o := &st[j]
 		switch {
 		case o.written && j == i:
-			f.writeEnd(&o.start, o.rest(), endArgs, end.at(), o.batch, int(o.off))
+			f.writeEnd(&o.start, o.rest(), endArgs, end.at(), o.batch, int(o.off), 0)
 		case o.written: // ends with the span below it: the args are not its
-			f.writeEnd(&o.start, o.rest(), nil, end.at(), o.batch, int(o.off))
+			f.writeEnd(&o.start, o.rest(), nil, end.at(), o.batch, int(o.off), 0)
 		case j == i:
 			f.enc.complete(&o.start, o.rest(), endArgs, end.at()-o.start.at())
 			f.pending++
@@ -182,6 +187,9 @@ func (f *flusher) pop(end *slot, endArgs []slot) {
 	}
 	f.open.count -= len(st) - i
 	*s = st[:i]
+	if i == 0 && f.shared != nil {
+		f.shared.release(end.gid(), end.at()) // its last open span ended
+	}
 	f.open.release(end.gid(), s)
 }
 
@@ -235,6 +243,9 @@ func (o *openSpans) trim(t *Tracer, max int) (forgotten int) {
 		clear(*s) // let the strings go
 		*s = (*s)[:0]
 		o.release(a.gid, s)
+		if o.forget != nil {
+			o.forget(a.gid)
+		}
 	}
 	return forgotten
 }

@@ -41,6 +41,7 @@ type options struct {
 	labels        []string
 	sink          sinkOptions   // gzip and rotation: sink_gzip.go, sink_rotate.go
 	stopTimeout   time.Duration // see WithStopTimeout
+	lanes         bool          // see WithLanes
 }
 
 // buildOptions applies opts to the defaults.

@@ -148,13 +148,14 @@ func (n *trackNames) appendAll(e *encoder) {
 }
 
 // appendTrackName appends the thread_name and thread_sort_index events of
-// goroutine gid, and returns how many it appended.
+// track gid (a goroutine, or a lane: see WithLanes), and returns how many
+// it appended.
 func (e *encoder) appendTrackName(gid uint64, tn *trackName) int {
 	events := 0
 	b := e.buf
 	if tn.hasName {
 		b = append(b, `{"name":"thread_name","ph":"M"`...)
-		b = e.appendIDs(b, gid)
+		b = e.appendTid(b, gid)
 		b = append(b, `,"args":{"name":`...)
 		b = appendString(b, tn.name)
 		b = append(b, "}},\n"...)
@@ -162,7 +163,7 @@ func (e *encoder) appendTrackName(gid uint64, tn *trackName) int {
 	}
 	if tn.hasSort {
 		b = append(b, `{"name":"thread_sort_index","ph":"M"`...)
-		b = e.appendIDs(b, gid)
+		b = e.appendTid(b, gid)
 		b = append(b, `,"args":{"sort_index":`...)
 		b = strconv.AppendInt(b, tn.sort, 10)
 		b = append(b, "}},\n"...)
