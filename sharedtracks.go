@@ -89,7 +89,7 @@ type sharedTracks struct {
 	nextTid uint64
 
 	lastGroup *laneGroup // the group last taken from: a tight loop's
-	lastAt  int64 // the time of the latest event seen, for events out of turn
+	lastAt    int64      // the time of the latest event seen, for events out of turn
 
 	unnamed []laneName  // lanes made, whose names are yet to be written
 	files   *trackNames // remembers lane names for rotated files and dumps, if not nil
