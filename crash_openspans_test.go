@@ -139,5 +139,5 @@ func TestCloseWritesOpenSpans(t *testing.T) {
 	assert.Equal(t, map[string]any{"n": 1.0, "s": "x", "b": true, "f": 0.5, "m": 2.0}, b.Args)
 	find(t, evs, "X", "closed")
 	assert.Empty(t, byPhase(evs, "E"))
-	assert.EqualValues(t, 2, tr.Stats().Events)
+	assert.EqualValues(t, 3, tr.Stats().Events, "the two spans and the goroutine's name")
 }

@@ -83,6 +83,11 @@ func (t *Tracer) adoptDefaults(userCats bool) {
 	t.flushMu.Lock()
 	defer t.flushMu.Unlock()
 	f := &t.flusher
+	for gid, tn := range names {
+		if tn.hasName {
+			f.auto.program(gid)
+		}
+	}
 	if f.shared != nil { // on lanes, a name is a group's
 		for gid, tn := range names {
 			if tn.hasName {

@@ -170,7 +170,8 @@
 // the disk when the buffers are full, so no event is lost while the disk
 // keeps up. Only when the sink stalls are events dropped and counted (never,
 // with [WithLossless]); [Tracer.Stats] reports the count and the trace
-// shows it as the "tracer.dropped" counter.
+// shows it as the "tracer.dropped" counter, whose track appears only once
+// something was dropped.
 //
 // # The file survives a crash
 //

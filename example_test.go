@@ -53,12 +53,15 @@ var (
 	varying = regexp.MustCompile(`"(ts|dur|pid|ts0_unix_ns|ts0_mono_ns)":[0-9.]+|"ts0_wall":"[^"]*"`)
 	tid     = regexp.MustCompile(`"tid":([1-9][0-9]*)`)
 	id      = regexp.MustCompile(`"id":[0-9]+|"local":"0x[0-9a-f]+`)
+	gname   = regexp.MustCompile(`"goroutine ([1-9][0-9]*)"`)
 )
 
 // printEvents prints the lines of a trace that hold events, leaving out
 // the tracer's own (the array's or object's head, the process metadata,
-// the tracer.dropped counter, the end) and the names of goroutines that recorded nothing in it (the
-// default tracer remembers the names that other tests in this binary set).
+// the tracer.dropped counter, the names it gives goroutines the program
+// did not name, the end) and the names of goroutines that recorded nothing
+// in it (the default tracer remembers the names that other tests in this
+// binary set).
 func printEvents(trace []byte) { printLines(trace, false) }
 
 // printFile prints every line of a trace.
@@ -75,7 +78,7 @@ func printLines(trace []byte, all bool) {
 	gids, ids := map[string]int{}, map[string]int{}
 	for _, l := range lines {
 		own := l == "[" || l == "]" || l == "}" || strings.HasPrefix(l, `{"displayTimeUnit"`) || strings.Contains(l, `"name":"process_name"`) ||
-			strings.Contains(l, `"name":"tracer.dropped"`)
+			strings.Contains(l, `"name":"tracer.dropped"`) || gname.MatchString(l) && strings.Contains(l, `"name":"thread_name"`)
 		if own && !all {
 			continue
 		}
@@ -88,6 +91,9 @@ func printLines(trace []byte, all bool) {
 				`"ts0_unix_ns"`: "U", `"ts0_mono_ns"`: "M", `"ts0_wall"`: `"W"`}[k]
 		})
 		l = tid.ReplaceAllStringFunc(l, func(s string) string { return `"tid":G` + number(gids, s) })
+		l = gname.ReplaceAllStringFunc(l, func(s string) string {
+			return `"goroutine G` + number(gids, `"tid":`+gname.FindStringSubmatch(s)[1]) + `"`
+		})
 		l = id.ReplaceAllStringFunc(l, func(s string) string {
 			k, v, _ := strings.Cut(s, ":")
 			if k == `"local"` { // an async id: "0x1"
@@ -109,8 +115,9 @@ func number(seen map[string]int, s string) string {
 
 // A whole trace file. Its first event, the process's name, carries the
 // wall-clock time of ts 0 (ts0_wall), so that files of several processes
-// can be aligned; the tracer.dropped counter at its start and end says how
-// many events were dropped. While the program runs the file is an array,
+// can be aligned; a goroutine the program did not name is named after its
+// id; a tracer.dropped counter would say how many events were dropped, had
+// any been. While the program runs the file is an array,
 // which both viewers open even cut short by a crash; Stop closes it as the
 // object that tells chrome://tracing to draw nanoseconds, and strict JSON.
 func Example() {
@@ -129,9 +136,9 @@ func Example() {
 	// Output:
 	// {"displayTimeUnit":"ns","traceEvents":[
 	// {"name":"process_name","ph":"M","pid":P,"tid":0,"args":{"name":"server","ts0_wall":"W","ts0_unix_ns":U,"ts0_mono_ns":M}},
-	// {"name":"tracer.dropped","ph":"C","ts":T,"pid":P,"args":{"events":0}},
+	// {"name":"thread_name","ph":"M","pid":P,"tid":G1,"args":{"name":"goroutine G1"}},
 	// {"name":"decode","ph":"X","ts":T,"dur":D,"pid":P,"tid":G1,"args":{"bytes":512}},
-	// {"name":"tracer.dropped","ph":"C","ts":T,"pid":P,"args":{"events":0}}
+	// {"name":"process_name","ph":"M","pid":P,"tid":0,"args":{"name":"server","ts0_wall":"W","ts0_unix_ns":U,"ts0_mono_ns":M}}
 	// ]
 	// }
 }

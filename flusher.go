@@ -1,6 +1,7 @@
 package tracer
 
 import (
+	"bytes"
 	"errors"
 	"math"
 	"strconv"
@@ -31,6 +32,7 @@ type flusher struct {
 	pending       int    // events encoded in enc.buf, not yet queued
 	cur           *batch // the batch enc.buf belongs to, nil if none
 	reportedDrops uint64
+	dropsShown    bool // the drop counter is in the trace: see appendDropCounter
 	closing       bool // Close's last pass: no rotation
 	closed        uatomic.Bool
 
@@ -40,6 +42,7 @@ type flusher struct {
 	traits     sinkTraits    // what the sink says of itself
 	names      *trackNames   // goroutine names to write again, for files or a window
 	shared     *sharedTracks // goroutines drawn on lanes (WithLanes), if not nil
+	auto       autoNames     // goroutines named, by the program or by the flusher
 
 	forgotten uatomic.Uint64 // open spans given up: see pop and maxOpenSpans
 
@@ -119,8 +122,8 @@ func (t *Tracer) run() {
 	}
 }
 
-// writeHeader writes the opening of the file: "[", the process metadata
-// with the wall-clock time of ts 0, and the drop counter at zero. Perfetto
+// writeHeader writes the opening of the file: "[" and the process metadata
+// with the wall-clock time of ts 0. Perfetto
 // recognises a JSON trace only once it sees `[{"`, so this goes out at once.
 // A flight recorder writes its header when a trace is taken.
 func (f *flusher) writeHeader() error {
@@ -128,7 +131,6 @@ func (f *flusher) writeHeader() error {
 		return nil
 	}
 	f.appendHeader()
-	f.appendDropCounter(f.t.base)
 	n, err := f.sink.Write(f.enc.buf)
 	f.enc.buf = f.enc.buf[:0]
 	if f.traits.files != nil {
@@ -141,18 +143,9 @@ func (f *flusher) writeHeader() error {
 // metadata with the wall-clock time of ts 0.
 func (f *flusher) appendHeader() {
 	o := &f.t.opts
-	b := append(f.enc.buf[:0], "[\n"...)
-	b = append(b, `{"name":"process_name","ph":"M","pid":`...)
-	b = strconv.AppendInt(b, int64(processID), 10)
-	b = append(b, `,"tid":0,"args":{"name":`...)
-	b = appendString(b, o.processName)
-	b = append(b, `,"ts0_wall":"`...)
-	b = f.wall.UTC().AppendFormat(b, time.RFC3339Nano)
-	b = append(b, `","ts0_unix_ns":`...)
-	b = strconv.AppendInt(b, f.wall.UnixNano(), 10)
-	b = append(b, `,"ts0_mono_ns":`...) // runtime.nanotime of ts 0: aligns an execution trace exactly
-	b = strconv.AppendInt(b, f.t.base, 10)
-	b = append(b, "}},\n"...)
+	f.enc.buf = append(f.enc.buf[:0], "[\n"...)
+	f.appendProcessName()
+	b := f.enc.buf
 	if o.hasSort {
 		b = append(b, `{"name":"process_sort_index","ph":"M","pid":`...)
 		b = strconv.AppendInt(b, int64(processID), 10)
@@ -172,14 +165,53 @@ func (f *flusher) appendHeader() {
 
 // appendDropCounter writes the "tracer.dropped" counter: the number of
 // events that will never reach the file, dropped so far because a ring was
-// full or lost in a write that failed.
+// full or lost in a write that failed. The counter's track appears only
+// once something was dropped: its first value, the first time, is a zero
+// at ts 0, so the track shows when the drops began.
 func (f *flusher) appendDropCounter(ts int64) {
+	if !f.dropsShown {
+		f.dropsShown = true
+		drops := f.reportedDrops
+		f.reportedDrops = 0
+		f.appendDropCounter(f.t.base)
+		f.reportedDrops = drops
+	}
 	b := append(f.enc.buf, `{"name":"tracer.dropped","ph":"C","ts":`...)
 	b = appendMicros(b, ts-f.t.base)
 	b = append(b, `,"pid":`...)
 	b = strconv.AppendInt(b, int64(processID), 10)
 	b = append(b, `,"args":{"events":`...)
 	b = strconv.AppendUint(b, f.reportedDrops, 10)
+	f.enc.buf = append(b, "}},\n"...)
+}
+
+// reportDrops writes the drop counter at ts if its value changed, and
+// not before something was dropped.
+func (f *flusher) reportDrops(ts int64) {
+	drops := f.dropsSoFar()
+	if drops == f.reportedDrops || drops == 0 && !f.dropsShown {
+		f.reportedDrops = drops
+		return
+	}
+	f.reportedDrops = drops
+	f.appendDropCounter(ts)
+}
+
+// appendProcessName writes the process metadata: its name and the clock
+// anchors of ts 0. It starts every file, and ends one in which nothing
+// was dropped, as the last event, without a comma (see appendEnd): the
+// same event twice, which both viewers take as one.
+func (f *flusher) appendProcessName() {
+	b := append(f.enc.buf, `{"name":"process_name","ph":"M","pid":`...)
+	b = strconv.AppendInt(b, int64(processID), 10)
+	b = append(b, `,"tid":0,"args":{"name":`...)
+	b = appendString(b, f.t.opts.processName)
+	b = append(b, `,"ts0_wall":"`...)
+	b = f.wall.UTC().AppendFormat(b, time.RFC3339Nano)
+	b = append(b, `","ts0_unix_ns":`...)
+	b = strconv.AppendInt(b, f.wall.UnixNano(), 10)
+	b = append(b, `,"ts0_mono_ns":`...) // runtime.nanotime of ts 0: aligns an execution trace exactly
+	b = strconv.AppendInt(b, f.t.base, 10)
 	f.enc.buf = append(b, "}},\n"...)
 }
 
@@ -268,10 +300,7 @@ merge:
 		if !f.traits.window { // a flight recorder writes spans whole: see FlightRecorder
 			f.writeOldBegins(cut - int64(f.t.opts.flushInterval))
 		}
-		if drops := f.dropsSoFar(); drops != f.reportedDrops {
-			f.reportedDrops = drops
-			f.appendDropCounter(cut)
-		}
+		f.reportDrops(cut)
 		f.drainImported(block)
 		f.send()
 	}
@@ -326,6 +355,12 @@ func (f *flusher) take(c *cursor, h *slot, cut int64) uint64 {
 	n := h.slots()
 	rest := l.read.slots[l.pos+1 : l.pos+n]
 	f.imp.note(h, rest)
+	switch k := h.kind(); {
+	case k == kindThreadName:
+		f.auto.program(h.gid())
+	case k != kindCounter && k != kindThreadSort && k != kindEnd:
+		f.autoName(h.gid())
+	}
 	switch h.kind() {
 	case kindSpan, kindBegin:
 		token := l.id<<32 | h.n>>32
@@ -587,11 +622,19 @@ func (f *flusher) unread() uint64 {
 	return n
 }
 
-// appendEnd ends the trace: the drop counter, without a comma, and "]".
+// appendEnd ends the trace: the last event without its comma, then "]".
+// The last event is the drop counter, once something was dropped; else
+// the last event of the batch, or, if it has none, the process metadata
+// again.
 func (f *flusher) appendEnd() {
 	f.appendLaneNames()
-	f.reportedDrops = f.dropsSoFar()
-	f.appendDropCounter(nanotime())
+	if drops := f.dropsSoFar(); drops > 0 || f.dropsShown {
+		f.reportedDrops = drops
+		f.appendDropCounter(nanotime())
+	} else if !bytes.HasSuffix(f.enc.buf, []byte("},\n")) {
+		// No event of this batch to end the array with.
+		f.appendProcessName()
+	}
 	b := f.enc.buf
 	f.enc.buf = append(b[:len(b)-2], "\n]\n"...) // replace the last ",\n"
 }

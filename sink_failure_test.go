@@ -182,7 +182,10 @@ func TestRemovedDirectory(t *testing.T) {
 	assert.Greater(t, log.len(), 0)
 	assert.Less(t, log.len(), 15, "a failed rotation is tried again after another max size, not at every write")
 	assert.EqualValues(t, log.len(), st.SinkErrors)
-	assert.EqualValues(t, 50*10, st.Events)
+	// The spans, and the goroutine's name, written again for each file
+	// a rotation was to start.
+	assert.GreaterOrEqual(t, st.Events, uint64(50*10+1))
+	assert.LessOrEqual(t, st.Events, uint64(50*10+1+log.len()))
 	assert.Zero(t, st.Lost)
 	assert.ErrorIs(t, log.errs[0], os.ErrNotExist)
 }
@@ -280,8 +283,12 @@ type cutOnceWriter struct {
 func (w *cutOnceWriter) Write(p []byte) (int, error) {
 	w.calls++
 	if w.calls == 2 && len(p) > 10 {
-		w.buf.Write(p[:10])
-		return 10, fmt.Errorf("short write")
+		n := 10 // inside a gzip member that holds the B event
+		if i := bytes.Index(p, []byte(`{"name":"cut"`)); i >= 0 {
+			n = i + 10 // inside the B event, after the goroutine's name
+		}
+		w.buf.Write(p[:n])
+		return n, fmt.Errorf("short write")
 	}
 	return w.buf.Write(p)
 }
@@ -318,8 +325,7 @@ func TestPartialWriteIsNotWrittenTwice(t *testing.T) {
 				phases = append(phases, e.Ph)
 			}
 			assert.Equal(t, []string{"B", "E"}, phases)
-			drops := byName(evs, "tracer.dropped")
-			assert.EqualValues(t, 0, drops[len(drops)-1].Args["events"])
+			assert.Empty(t, byName(evs, "tracer.dropped"), "nothing dropped: no counter")
 		})
 	}
 }

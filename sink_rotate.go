@@ -304,7 +304,9 @@ func (f *flusher) maybeRotate(b *batch) {
 		f.names.newFile()
 		f.enc.buf = b.buf[:0]
 		f.appendHeader()
-		f.appendDropCounter(nanotime())
+		if f.dropsShown {
+			f.appendDropCounter(nanotime())
+		}
 		f.reopenSpans()
 		b.op, b.headLen = opRotate, len(f.enc.buf)
 		f.fileRaw, size = 0, 0

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -243,7 +244,7 @@ func TestFailingSinkRecovers(t *testing.T) {
 	assert.EqualValues(t, 3, st.SinkErrors)
 	assert.EqualValues(t, 3, reported.Load())
 	counter := dropCounter(evs)
-	assert.Equal(t, uint64(0), counter[0])
+	assert.True(t, slices.IsSorted(counter), "the drop counter only goes up: %v", counter)
 	assert.Equal(t, uint64(300), counter[len(counter)-1], "the drop counter counts lost events")
 }
 

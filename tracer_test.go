@@ -89,7 +89,7 @@ func TestRoundTripEveryKind(t *testing.T) {
 
 	st := tr.Stats()
 	assert.EqualValues(t, 9, st.Events, "2 B, 2 E, 3 instants, 2 thread metadata")
-	assert.EqualValues(t, len(evs), st.Events+4, "plus process name and sort index, and the drop counter at start and end")
+	assert.EqualValues(t, len(evs), st.Events+3, "plus process name and sort index at the start, and the process name that ends it")
 	assert.Zero(t, st.Dropped+st.Late+st.Lost+st.Unmatched)
 }
 
@@ -240,7 +240,12 @@ func TestCloseWhileRecording(t *testing.T) {
 	checkTracks(t, evs)
 	st := tr.Stats()
 	assert.Greater(t, st.Late, uint64(0), "events after Close are counted")
-	internal := 1 + len(byPhase(evs, "C")) // process_name and the drop counters
+	// The process name at the start, the drop counters, and the process
+	// name that ends a file with no drop counter.
+	internal := 1 + len(byPhase(evs, "C"))
+	if len(byName(evs, "tracer.dropped")) == 0 {
+		internal++
+	}
 	assert.EqualValues(t, len(evs), int(st.Events)+internal, "every event written is counted")
 }
 
@@ -258,10 +263,7 @@ func TestFullBuffersWaitNotDrop(t *testing.T) {
 	require.Zero(t, st.Dropped)
 	evs := readClosed(t, path)
 	assert.EqualValues(t, n, len(byPhase(evs, "i")))
-	counters := byPhase(evs, "C")
-	last := counters[len(counters)-1]
-	assert.Equal(t, "tracer.dropped", last.Name)
-	assert.EqualValues(t, 0, last.Args["events"])
+	assert.Empty(t, byName(evs, "tracer.dropped"), "nothing dropped: no drop counter")
 }
 
 func TestSpansWithManyArgs(t *testing.T) {
@@ -437,7 +439,10 @@ func TestConcurrentStart(t *testing.T) {
 		require.NoError(t, Stop())
 		evs := readClosed(t, path) // strict JSON: one header, one "]"
 		find(t, evs, "X", "after the race")
-		assert.Len(t, byName(evs, "process_name"), 1, "one header")
+		names := byName(evs, "process_name") // the header, and perhaps the same again to end the file
+		require.NotEmpty(t, names)
+		assert.LessOrEqual(t, len(names), 2, "one header")
+		assert.Equal(t, names[0], names[len(names)-1])
 	}
 }
 

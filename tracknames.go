@@ -172,3 +172,68 @@ func (e *encoder) appendTrackName(gid uint64, tn *trackName) int {
 	e.buf = b
 	return events
 }
+
+// Goroutines that never set a name still get one, "goroutine N", written
+// before their first event, so that no track of the trace is unnamed in
+// either viewer (Perfetto would show the bare number, catapult a "tid"),
+// and the goroutine id reads as such. The flusher remembers which
+// goroutines it named, or which the program named, up to maxAutoNamed:
+// past it, it forgets those it named itself, which are named again should
+// they record again (a second, identical thread_name event, harmless).
+
+// maxAutoNamed bounds the goroutines the flusher remembers naming.
+const maxAutoNamed = 1 << 16
+
+// autoNames is the flusher's memory of named goroutines: true for a name
+// the program set, false for one the flusher gave.
+type autoNames struct {
+	named   map[uint64]bool
+	lastGid uint64 // events come in runs of one goroutine
+}
+
+// program records that the program named goroutine gid.
+func (a *autoNames) program(gid uint64) {
+	if a.named == nil {
+		a.named = map[uint64]bool{}
+	}
+	a.named[gid] = true
+}
+
+// need reports whether goroutine gid is yet to be named, and remembers
+// it as named from now on.
+func (a *autoNames) need(gid uint64) bool {
+	if gid == a.lastGid {
+		return false
+	}
+	a.lastGid = gid
+	if _, ok := a.named[gid]; ok {
+		return false
+	}
+	if a.named == nil {
+		a.named = map[uint64]bool{}
+	}
+	if len(a.named) >= maxAutoNamed {
+		for g, byProgram := range a.named {
+			if !byProgram {
+				delete(a.named, g)
+			}
+		}
+	}
+	a.named[gid] = false
+	return true
+}
+
+// autoName gives goroutine gid, about to have an event written, a name if
+// it has none.
+func (f *flusher) autoName(gid uint64) {
+	if f.shared != nil || !f.auto.need(gid) {
+		return // on lanes, goroutines are no tracks
+	}
+	tn := trackName{name: "goroutine " + strconv.FormatUint(gid, 10), hasName: true}
+	if f.names != nil {
+		f.names.adopt(gid, tn) // named again in later files and in dumps
+	}
+	if !f.traits.window { // a dump writes the names it remembers
+		f.pending += f.enc.appendTrackName(gid, &tn)
+	}
+}

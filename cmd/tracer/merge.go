@@ -75,7 +75,7 @@ func runMerge(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	m := &merger{out: o, base: base, report: report, quiet: *quiet, used: map[int64]string{}, assigned: map[string]int64{}, next: remapBase, open: map[string][]openB{}}
+	m := &merger{out: o, base: base, report: report, quiet: *quiet, used: map[int64]string{}, named: map[int64]bool{}, assigned: map[string]int64{}, next: remapBase, open: map[string][]openB{}}
 	for _, f := range files {
 		if err := m.merge(f); err != nil {
 			o.Abort()
@@ -192,6 +192,7 @@ type merger struct {
 	quiet  bool
 
 	used     map[int64]string // output pid -> the group using it
+	named    map[int64]bool   // output pids whose process_name is written
 	assigned map[string]int64 // group -> its output pid
 	next     int64            // the next pid to remap to
 
@@ -300,6 +301,12 @@ func (m *merger) event(f *mergeFile, ev *trace.Event, pids map[int64]int64) {
 		edits = append(edits, edit{ev.PidSpan, strconv.AppendInt(nil, pid, 10)})
 	}
 	if isProcessName {
+		// Once per process: a file may end with its header again, and
+		// rotated files each start with it.
+		if m.named[pid] {
+			return
+		}
+		m.named[pid] = true
 		if a := ev.Arg("name"); a != nil && remapped && a.Str.Set {
 			name, _ := json.Marshal(fmt.Sprintf("%s (pid %d)", a.Str.String(), ev.Pid.Int))
 			edits = append(edits, edit{a.Span, name})
