@@ -299,6 +299,9 @@ func (m *merger) event(f *mergeFile, ev *trace.Event, pids map[int64]int64) {
 	if remapped && ev.PidSpan.Valid() {
 		edits = append(edits, edit{ev.PidSpan, strconv.AppendInt(nil, pid, 10)})
 	}
+	if e, ok := linkEdit(ev, ph); ok {
+		edits = append(edits, e)
+	}
 	if isProcessName {
 		if a := ev.Arg("name"); a != nil && remapped && a.Str.Set {
 			name, _ := json.Marshal(fmt.Sprintf("%s (pid %d)", a.Str.String(), ev.Pid.Int))
