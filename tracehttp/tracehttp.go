@@ -47,6 +47,11 @@
 // id names the arrow; it ends a flow of this process only if it carries
 // the parent id of a request this process sent.
 //
+// With OpenTelemetry, wrap Transport in otelhttp's, not the other way
+// round: otelhttp.NewTransport(tracehttp.Transport(nil)) lets
+// OpenTelemetry set the traceparent that Transport then records, where
+// the other order would have it replace the one Transport recorded.
+//
 // The route is known before the handler runs when the handler Middleware
 // wraps is an *http.ServeMux (Go 1.22 patterns); for any other handler the
 // span is named "HTTP GET" and the route, read from Request.Pattern once
