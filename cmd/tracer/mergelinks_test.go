@@ -134,6 +134,9 @@ func TestMergeBindsHTTP(t *testing.T) {
 		assert.LessOrEqual(t, sts+s["dur"].(float64), cts+c["dur"].(float64))
 	}
 
+	code, report, _ := runCmd("check", out)
+	assert.Equal(t, 0, code, report)
+
 	// In both importers: an arrow per request, from a client span to a
 	// server span.
 	perfetto, catapult := tracecheck.Import(t, out)
