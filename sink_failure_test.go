@@ -3,10 +3,8 @@ package tracer
 import (
 	"bufio"
 	"bytes"
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -214,63 +212,6 @@ func TestDefaultErrorHandlerPrintsOnce(t *testing.T) {
 	}
 	assert.Greater(t, tr.Stats().SinkErrors, uint64(5))
 	assert.Equal(t, []string{"tracer: write failed (further identical errors are counted in Stats, not printed)"}, lines)
-}
-
-const fsizeChildEnv = "TRACER_FSIZE_CHILD"
-
-// TestFileSizeLimitChild writes a trace under a file size limit, so that
-// writes fail part-way as on a full disk, and prints its Stats.
-func TestFileSizeLimitChild(t *testing.T) {
-	path := os.Getenv(fsizeChildEnv)
-	if path == "" {
-		t.Skip("helper process for TestShortWritesAreCutBack")
-	}
-	// Go ignores SIGXFSZ: a write past the limit fails with EFBIG.
-	require.NoError(t, syscall.Setrlimit(syscall.RLIMIT_FSIZE, &syscall.Rlimit{Cur: 40 << 10, Max: 40 << 10}))
-	var log errorLog
-	tr, err := New(path, WithErrorHandler(log.handle), WithFlushInterval(10*time.Second))
-	require.NoError(t, err)
-	for i := 0; tr.Stats().SinkErrors < 5; i++ {
-		for j := 0; j < 50; j++ {
-			tr.Span("work", Int("i", i), Int("j", j))()
-		}
-		tr.Flush()
-	}
-	tr.Close()
-	fmt.Printf("STATS %d %d %v\n", tr.Stats().SinkErrors, tr.Stats().Events, errors.Is(log.errs[0], syscall.EFBIG))
-}
-
-// TestShortWritesAreCutBack checks that a write that fails part-way is cut
-// back off the file: the file ends on its last whole write, plain or gzip.
-func TestShortWritesAreCutBack(t *testing.T) {
-	for _, name := range []string{"trace.json", "trace.json.gz"} {
-		t.Run(name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), name)
-			cmd := exec.Command(os.Args[0], "-test.run=^TestFileSizeLimitChild$", "-test.v")
-			cmd.Env = append(os.Environ(), fsizeChildEnv+"="+path)
-			out, err := cmd.CombinedOutput()
-			require.NoError(t, err, "%s", out)
-			var sinkErrors, events uint64
-			var efbig bool
-			i := strings.Index(string(out), "STATS ")
-			require.GreaterOrEqual(t, i, 0, "%s", out)
-			_, err = fmt.Sscan(string(out[i+len("STATS "):]), &sinkErrors, &events, &efbig)
-			require.NoError(t, err)
-			// The child stops at 5 failed writes; Close's own writes may
-			// fail too.
-			require.GreaterOrEqual(t, sinkErrors, uint64(5))
-			require.True(t, efbig, "the error is EFBIG")
-
-			data, err := os.ReadFile(path)
-			require.NoError(t, err)
-			assert.Less(t, len(data), 40<<10)
-			if filepath.Ext(name) == ".gz" {
-				data = bytes.Join(gunzipMembers(t, data), nil)
-			}
-			evs := parseStream(t, data)
-			assert.Greater(t, len(byPhase(evs, "X")), 100)
-		})
-	}
 }
 
 // cutOnceWriter takes only the first 10 bytes of its second write and

@@ -2,7 +2,6 @@ package tracehttp
 
 import (
 	"io"
-	"strconv"
 	"testing"
 
 	"github.com/gotracer/tracer"
@@ -27,23 +26,25 @@ func TestSpanName(t *testing.T) {
 	}
 }
 
-// TestFlowHeaders checks that a header ends a flow only if it names, in
-// this process's form, a flow this process issued and did not end yet.
-func TestFlowHeaders(t *testing.T) {
+// TestFlowTable checks that a server ends a flow only for the parent id
+// of a request this process sent and did not see served yet, once.
+func TestFlowTable(t *testing.T) {
 	tr, err := tracer.NewWithWriter(io.Discard)
 	require.NoError(t, err)
 	defer tr.Close()
-	ft, other := newFlowTable(), newFlowTable()
-	require.NotEqual(t, ft.nonce, other.nonce)
+	ft := &flowTable{}
 	f := tr.FlowBegin("http")
-	v := ft.issue(f)
-	id := strconv.FormatUint(f.ID(), 36)
-	for _, bad := range []string{"", "-", id, "-" + id, other.nonce + "-" + id, ft.nonce + "-zz!", ft.nonce + "-" + id + "0"} {
-		ft.end(bad)
-		_, open := ft.open.Load(f.ID())
-		require.True(t, open, "%q must not end the flow", bad)
-	}
-	ft.end(v)
-	_, open := ft.open.Load(f.ID())
-	assert.False(t, open, "its own header ends it")
+	require.True(t, ft.issue(7, f))
+	assert.False(t, ft.issue(7, tr.FlowBegin("http")), "a second request with the same traceparent gets no flow")
+	_, ok := ft.take(8)
+	assert.False(t, ok, "a parent id this process did not send")
+	got, ok := ft.take(7)
+	require.True(t, ok)
+	assert.Equal(t, f.ID(), got.ID())
+	_, ok = ft.take(7)
+	assert.False(t, ok, "taken once")
+	require.True(t, ft.issue(9, f))
+	ft.forget(9)
+	_, ok = ft.take(9)
+	assert.False(t, ok, "forgotten after the round trip")
 }

@@ -27,12 +27,30 @@
 //     handlers reach it through tracer.AsyncFromContext(r.Context()).
 //
 // For each request a client sends, Transport records a span on the
-// calling goroutine ("HTTP GET", with host and path) and an async slice
-// whose end carries the status or the error. When the server is in the
+// calling goroutine ("HTTP GET", with host and url.path) and an async slice
+// whose end carries the status or the error.
+//
+// # Across processes: W3C Trace Context
+//
+// Transport sends a W3C traceparent header (https://www.w3.org/TR/trace-context/)
+// with every request: the one the request has already, if any (set by
+// OpenTelemetry's otelhttp, say), left as it is with its tracestate, or
+// else a new one (random trace and parent ids, flagged sampled, since
+// this process records the request). The client's span carries it as the
+// arg "traceparent.out". Middleware reads it: when the client is in the
 // same process, a flow draws an arrow from the client's span to the
-// server's: the client sends a flow id in the Tracer-Flow header, and the
-// server honours only ids this process issued, so a header from elsewhere
-// draws nothing.
+// server's; when it is elsewhere, the server's span carries the header as
+// the arg "traceparent.in", and `tracer merge` of the files of both
+// processes binds the two spans with an arrow (bind_id, flow_out and
+// flow_in). A header from outside is used for that link only: it is
+// checked against the specification, written as an arg, and its parent
+// id names the arrow; it ends a flow of this process only if it carries
+// the parent id of a request this process sent.
+//
+// With OpenTelemetry, wrap Transport in otelhttp's, not the other way
+// round: otelhttp.NewTransport(tracehttp.Transport(nil)) lets
+// OpenTelemetry set the traceparent that Transport then records, where
+// the other order would have it replace the one Transport recorded.
 //
 // The route is known before the handler runs when the handler Middleware
 // wraps is an *http.ServeMux (Go 1.22 patterns); for any other handler the
@@ -44,21 +62,18 @@ package tracehttp
 
 import (
 	"bufio"
-	"crypto/rand"
-	"encoding/binary"
 	"io"
 	"net"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/gotracer/tracer"
+	"github.com/gotracer/tracer/internal/traceparent"
 )
 
-// FlowHeader is the request header that carries a flow from a client to a
-// server in the same process.
-const FlowHeader = "Tracer-Flow"
+// The header of W3C Trace Context, in the canonical form of net/http.
+const traceparentHeader = "Traceparent"
 
 var (
 	catServer = tracer.Category("http")
@@ -95,9 +110,26 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request) {
 	route := tracer.String("route", pattern)
 	method, path := tracer.String("method", r.Method), tracer.String("path", r.URL.Path)
 
-	end := tracer.Span(name, catServer, method, route, path)
-	if v := r.Header.Get(FlowHeader); v != "" {
-		flows.end(v) // inside the span: the arrow's head binds to it
+	var (
+		flow   tracer.Flow
+		local  bool
+		linkIn string // the traceparent of a client elsewhere
+	)
+	if vs := r.Header.Values(traceparentHeader); len(vs) == 1 { // two are invalid
+		if canonical, parent, ok := traceparent.Parse(vs[0]); ok {
+			if flow, local = flows.take(parent); !local {
+				linkIn = canonical
+			}
+		}
+	}
+	var end func(...tracer.Arg)
+	if linkIn != "" {
+		end = tracer.Span(name, catServer, method, route, path, tracer.String("traceparent.in", linkIn))
+	} else {
+		end = tracer.Span(name, catServer, method, route, path)
+	}
+	if local {
+		flow.End() // inside the span: the arrow's head binds to it
 	}
 	op := tracer.AsyncBegin(name, catServer, method, route, path)
 	rw := &responseWriter{ResponseWriter: w}
@@ -220,16 +252,30 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 // roundTrip is RoundTrip with tracing on.
 func (t *transport) roundTrip(req *http.Request) (*http.Response, error) {
 	name := "HTTP " + req.Method
-	host, path := tracer.String("host", req.URL.Host), tracer.String("path", req.URL.Path)
-	defer tracer.Span(name, catClient, host, path)()
-	op := tracer.AsyncBegin(name, catClient, host, path)
-
-	if f := tracer.FlowBegin("http", catServer); f.ID() != 0 {
+	// url.path, not path: chrome://tracing merges the args of the two
+	// spans an arrow binds (see tracer merge) and warns of a key in both.
+	host, path := tracer.String("host", req.URL.Host), tracer.String("url.path", req.URL.Path)
+	tp, parent, ok := "", uint64(0), false
+	if vs := req.Header.Values(traceparentHeader); len(vs) > 0 {
+		if len(vs) == 1 {
+			tp, parent, ok = traceparent.Parse(vs[0]) // someone else's: left as it is
+		}
+	} else {
+		tp, parent = traceparent.New()
+		ok = true
 		// A RoundTripper must not change the caller's request: send a copy.
 		req = req.Clone(req.Context())
-		req.Header.Set(FlowHeader, flows.issue(f))
-		defer flows.forget(f.ID()) // if the server is elsewhere, or failed first
+		req.Header.Set(traceparentHeader, tp)
 	}
+	if !ok {
+		defer tracer.Span(name, catClient, host, path)()
+	} else {
+		defer tracer.Span(name, catClient, host, path, tracer.String("traceparent.out", tp))()
+		if f := tracer.FlowBegin("http", catServer); f.ID() != 0 && flows.issue(parent, f) {
+			defer flows.forget(parent) // if the server is elsewhere, or failed first
+		}
+	}
+	op := tracer.AsyncBegin(name, catClient, host, path)
 	resp, err := t.base.RoundTrip(req)
 	if err != nil {
 		op.End(tracer.String("error", err.Error()))
@@ -239,41 +285,31 @@ func (t *transport) roundTrip(req *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
-// flowTable holds the flows this process's clients sent, until the server
-// that gets them, if it is in this process, ends them.
+// flowTable holds the flows of the requests this process's clients sent,
+// by the parent id of their traceparent, until the server that gets them,
+// if it is in this process, ends them.
 type flowTable struct {
-	nonce string   // this process's header prefix, random
-	open  sync.Map // flow id → tracer.Flow
+	open sync.Map // parent id → tracer.Flow
 }
 
-var flows = newFlowTable()
+var flows = &flowTable{}
 
-func newFlowTable() *flowTable {
-	var b [8]byte
-	_, _ = rand.Read(b[:]) // never fails (crypto/rand panics rather than return an error)
-	return &flowTable{nonce: strconv.FormatUint(binary.LittleEndian.Uint64(b[:]), 36)}
+// issue notes f as the flow of the request with the parent id, unless
+// another request in flight has it (a caller that sends one traceparent
+// twice): it reports whether it did.
+func (ft *flowTable) issue(parent uint64, f tracer.Flow) bool {
+	_, loaded := ft.open.LoadOrStore(parent, f)
+	return !loaded
 }
 
-// issue notes f and returns the header value that names it.
-func (ft *flowTable) issue(f tracer.Flow) string {
-	ft.open.Store(f.ID(), f)
-	return ft.nonce + "-" + strconv.FormatUint(f.ID(), 36)
-}
+func (ft *flowTable) forget(parent uint64) { ft.open.Delete(parent) }
 
-func (ft *flowTable) forget(id uint64) { ft.open.Delete(id) }
-
-// end ends the flow a header value names, if this process issued it and
-// it was not ended yet.
-func (ft *flowTable) end(v string) {
-	nonce, id, ok := strings.Cut(v, "-")
-	if !ok || nonce != ft.nonce {
-		return
+// take returns and forgets the flow of the request with the parent id,
+// if this process sent it and its flow is not ended yet.
+func (ft *flowTable) take(parent uint64) (tracer.Flow, bool) {
+	f, ok := ft.open.LoadAndDelete(parent)
+	if !ok {
+		return tracer.Flow{}, false
 	}
-	n, err := strconv.ParseUint(id, 36, 64)
-	if err != nil {
-		return
-	}
-	if f, ok := ft.open.LoadAndDelete(n); ok {
-		f.(tracer.Flow).End()
-	}
+	return f.(tracer.Flow), true
 }

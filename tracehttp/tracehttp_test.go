@@ -92,10 +92,11 @@ func TestServerAndClient(t *testing.T) {
 	assert.Equal(t, "abc", body)
 	code, _ = get("GET", "/nowhere", nil)
 	assert.Equal(t, http.StatusNotFound, code)
-	// A flow header this process did not issue must draw nothing. The
-	// client replaces it with its own, so send it without the Transport.
+	// A traceparent this process did not send draws no flow here. The
+	// client would send it as it is: send it without the Transport, as
+	// a client elsewhere would.
 	req, _ := http.NewRequest("GET", srv.URL+"/items/forged", nil)
-	req.Header.Set(tracehttp.FlowHeader, "abc-1")
+	req.Header.Set("traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
 	resp, err := http.DefaultTransport.RoundTrip(req)
 	require.NoError(t, err)
 	resp.Body.Close()

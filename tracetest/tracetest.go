@@ -45,6 +45,26 @@
 // Without Main, every test's events are flushed when it ends, and the file
 // is left unterminated when the test binary exits, as after a kill: both
 // viewers open it as it is.
+//
+// # Asserting on spans
+//
+// Record keeps what a test records in memory, for the test to check, as
+// zaptest/observer does for logs and OpenTelemetry's
+// tracetest.SpanRecorder for spans:
+//
+//	func TestServe(t *testing.T) {
+//		rec := tracetest.Record(t)
+//		serve("ada")
+//		spans := rec.Spans() // name, category, args, start, duration, goroutine, parent
+//		require.Equal(t, "serve", rec.Named("decode")[0].Parent.Name)
+//	}
+//
+// Record makes the default tracer write to memory while the tests that
+// call it run, so it works for the package-level functions that code under
+// test calls. Tests may call it in parallel; each sees its own goroutine's
+// spans and those of the goroutines it starts (see Recorder.Spans for what
+// parallel tests share). It fails a test while a trace file is being
+// written (-tracer.out, TRACER_FILE): one default tracer cannot do both.
 package tracetest
 
 import (

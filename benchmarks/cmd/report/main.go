@@ -27,7 +27,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -312,16 +311,6 @@ func machineCPU() cpuTimes {
 		steal: steal,
 		total: user + nice + system + idle + iowait + irq + softirq + steal,
 	}
-}
-
-// childrenCPU returns the CPU time of this process's finished children
-// (go test, the compiler, the test binary), in seconds.
-func childrenCPU() float64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru); err != nil {
-		return 0
-	}
-	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
 }
 
 // describeContention says how much of the machine other processes used

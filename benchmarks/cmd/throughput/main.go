@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command throughput finds the highest rate at which the tracer records
 // spans without losing any, with default settings unless told otherwise,
 // writing to a real file.
@@ -38,6 +40,8 @@
 // calibrated CPU work, with no pacing and no sleeping, for -trial; it
 // reports spans/s traced and untraced, the drops, and the spans counted in
 // the file.
+//
+// It builds on Linux only (thread CPU clocks, getrusage, /proc).
 package main
 
 import (

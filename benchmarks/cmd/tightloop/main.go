@@ -1,3 +1,5 @@
+//go:build unix
+
 // Command tightloop measures issue 9's tight-loop target end to end: how
 // long it takes to record spans as fast as a loop can and have them all in
 // a file, per span, for the tracer and the peers that write a file.
@@ -28,6 +30,8 @@
 // (X events and B/E pairs); a run with a span missing or Stats().Dropped
 // above 0 fails. Each round runs every peer once per goroutine count, in
 // turn; -rounds rounds, and the report is the median of each.
+//
+// It builds on Unix only (getrusage).
 package main
 
 import (

@@ -1,0 +1,186 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gotracer/tracer"
+	"github.com/gotracer/tracer/internal/tracecheck"
+	"github.com/gotracer/tracer/tracehttp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const httpServerEnv = "TRACER_CMD_HTTP_SERVER_CHILD"
+
+// TestHTTPServerChild is the server process of TestMergeBindsHTTP: it
+// traces a server on 127.0.0.1 into the file the variable names, prints
+// its address, and serves until its standard input closes.
+func TestHTTPServerChild(t *testing.T) {
+	path := os.Getenv(httpServerEnv)
+	if path == "" {
+		t.Skip("helper process for TestMergeBindsHTTP")
+	}
+	require.NoError(t, tracer.Start(path, tracer.WithProcessName("server")))
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /work/{n}", func(w http.ResponseWriter, r *http.Request) {
+		defer tracer.Span("work", tracer.String("n", r.PathValue("n")))()
+		time.Sleep(2 * time.Millisecond)
+		io.WriteString(w, r.Header.Get("traceparent"))
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	srv := &http.Server{Handler: tracehttp.Middleware(mux)}
+	go srv.Serve(ln)
+	fmt.Println("ADDR", ln.Addr())
+	io.Copy(io.Discard, os.Stdin)
+	require.NoError(t, srv.Close())
+	require.NoError(t, tracer.Stop())
+}
+
+// TestMergeBindsHTTP runs a client (this process) and a server (a child
+// process) that talk HTTP on 127.0.0.1, each tracing into its own file
+// with tracehttp, merges the two files and checks, in the merged file and
+// in both importers, that every request's arrow goes from the client's
+// span to the server's span of that request, bound at both ends.
+func TestMergeBindsHTTP(t *testing.T) {
+	const requests = 12
+	dir := t.TempDir()
+	clientPath, serverPath := filepath.Join(dir, "client.json"), filepath.Join(dir, "server.json")
+
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHTTPServerChild$")
+	cmd.Env = append(os.Environ(), httpServerEnv+"="+serverPath)
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	require.NoError(t, err)
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	defer cmd.Process.Kill()
+	lines := bufio.NewScanner(stdout)
+	var addr string
+	for addr == "" && lines.Scan() {
+		addr, _ = strings.CutPrefix(lines.Text(), "ADDR ")
+	}
+	require.NotEmpty(t, addr, "the server child printed no address")
+	go io.Copy(io.Discard, stdout)
+
+	require.NoError(t, tracer.Start(clientPath, tracer.WithProcessName("client")))
+	client := &http.Client{Transport: tracehttp.Transport(nil)}
+	sent := make([]string, requests) // the traceparent the server got, per request
+	var wg sync.WaitGroup
+	for w := range 3 {
+		wg.Go(func() {
+			tracer.SetGoroutineName(fmt.Sprintf("client %d", w))
+			for i := w; i < requests; i += 3 {
+				resp, err := client.Get(fmt.Sprintf("http://%s/work/%d", addr, i))
+				if !assert.NoError(t, err) {
+					continue
+				}
+				body, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				sent[i] = string(body)
+			}
+		})
+	}
+	wg.Wait()
+	require.NoError(t, tracer.Stop())
+	stdin.Close()
+	require.NoError(t, cmd.Wait())
+
+	out := filepath.Join(dir, "merged.json")
+	code, _, stderr := runCmd("merge", "-o", out, clientPath, serverPath)
+	require.Equal(t, 0, code, stderr)
+
+	// In the file: every client span has a flow_out, every server span a
+	// flow_in, with the same bind id for the same request.
+	evs := strictEvents(t, out)
+	outs, ins := map[string]map[string]any{}, map[string]map[string]any{}
+	for _, e := range evs {
+		if e["ph"] != "X" { // the async slices of the requests are not bound
+			continue
+		}
+		id, _ := e["bind_id"].(string)
+		switch e["name"] {
+		case "HTTP GET":
+			assert.Equal(t, true, e["flow_out"], "%v", e)
+			outs[id] = e
+		case "GET /work/{n}":
+			assert.Equal(t, true, e["flow_in"], "%v", e)
+			ins[id] = e
+		}
+	}
+	require.Len(t, outs, requests)
+	require.Len(t, ins, requests)
+	for id, c := range outs {
+		s, ok := ins[id]
+		require.True(t, ok, "client span %s has no server span", id)
+		assert.NotEqual(t, c["pid"], s["pid"])
+		assert.Equal(t, c["args"].(map[string]any)["traceparent.out"], s["args"].(map[string]any)["traceparent.in"])
+		assert.Contains(t, sent, c["args"].(map[string]any)["traceparent.out"])
+		// Aligned clocks: the server span lies within the client's.
+		cts, sts := c["ts"].(float64), s["ts"].(float64)
+		assert.GreaterOrEqual(t, sts, cts)
+		assert.LessOrEqual(t, sts+s["dur"].(float64), cts+c["dur"].(float64))
+	}
+
+	code, report, _ := runCmd("check", out)
+	assert.Equal(t, 0, code, report)
+
+	// In both importers: an arrow per request, from a client span to a
+	// server span.
+	perfetto, catapult := tracecheck.Import(t, out)
+	for name, rep := range map[string]tracecheck.Report{"perfetto": perfetto[0], "catapult": catapult[0]} {
+		flows, _ := rep["flows"].([]any)
+		require.Len(t, flows, requests, name)
+		for _, f := range flows {
+			from := f.(map[string]any)["from"].(map[string]any)
+			to := f.(map[string]any)["to"].(map[string]any)
+			assert.Equal(t, "HTTP GET", from["slice"], name)
+			assert.Equal(t, "GET /work/{n}", to["slice"], name)
+		}
+	}
+}
+
+// TestMergeLinkArgs checks which events merge binds: spans (X, B) with a
+// valid traceparent.out or traceparent.in, and no other.
+func TestMergeLinkArgs(t *testing.T) {
+	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	tests := []struct {
+		name, event, want string // want: the fields added, "" for none
+	}{
+		{"client X", `{"name":"a","ph":"X","ts":1.000,"dur":1.000,"pid":1,"tid":1,"args":{"traceparent.out":"` + tp + `"}}`, `"bind_id":"0xf067aa0ba902b7","flow_out":true`},
+		{"server B", `{"name":"a","ph":"B","ts":1.000,"pid":1,"tid":1,"args":{"traceparent.in":"` + tp + `"}}`, `"bind_id":"0xf067aa0ba902b7","flow_in":true`},
+		{"async begin", `{"name":"a","cat":"c","ph":"b","ts":1.000,"pid":1,"tid":1,"id2":{"local":"0x1"},"args":{"traceparent.out":"` + tp + `"}}`, ""},
+		{"invalid", `{"name":"a","ph":"X","ts":1.000,"dur":1.000,"pid":1,"tid":1,"args":{"traceparent.out":"00-x"}}`, ""},
+		{"not a string", `{"name":"a","ph":"X","ts":1.000,"dur":1.000,"pid":1,"tid":1,"args":{"traceparent.out":1}}`, ""},
+		{"bound already", `{"name":"a","ph":"X","ts":1.000,"dur":1.000,"pid":1,"tid":1,"bind_id":"0x1","flow_in":true,"args":{"traceparent.out":"` + tp + `"}}`, ""},
+		{"no link", `{"name":"a","ph":"X","ts":1.000,"dur":1.000,"pid":1,"tid":1,"args":{"path":"/"}}`, ""},
+	}
+	dir := t.TempDir()
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			in := writeFile(t, dir, "in.json", "[\n"+tc.event+"\n]\n")
+			out := filepath.Join(dir, "out.json")
+			code, _, stderr := runCmd("merge", "-q", "-o", out, in)
+			require.Equal(t, 0, code, stderr)
+			got := strings.TrimSpace(readText(t, out))
+			want := tc.event
+			if tc.want != "" {
+				want = strings.Replace(tc.event, `"ts":1.000`, `"ts":1.000,`+tc.want, 1)
+			}
+			assert.Contains(t, got, want)
+			assert.Equal(t, tc.want != "", strings.Count(got, "bind_id") == 1 && !strings.Contains(tc.event, "bind_id"))
+		})
+	}
+}

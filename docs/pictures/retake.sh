@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Retakes the pictures of the docs, as chrome://tracing (catapult's Trace
+# Viewer, from ../shared/importers; run its setup first) draws the traces
+# the examples write. Run from anywhere; the PNGs land next to this script.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+# services-merged.png: two processes over HTTP (examples/services), their
+# files merged; the arrows are tracehttp's traceparent links.
+(cd "$root" && go build -o "$work/services" ./examples/services && go build -o "$work/tracer" ./cmd/tracer)
+(cd "$work" && ./services >/dev/null && ./tracer merge -q -o services.json frontend.json backend.json)
+node "$here/screenshot.js" "$work/services.json" "$here/services-merged.png" 1200x900

@@ -1,0 +1,76 @@
+package traceparent
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const example = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+
+func TestParse(t *testing.T) {
+	tests := []struct {
+		name, in, canonical string
+		parent              uint64
+	}{
+		{name: "spec example", in: example, canonical: example, parent: 0x00f067aa0ba902b7},
+		{name: "not sampled", in: strings.TrimSuffix(example, "01") + "00", canonical: strings.TrimSuffix(example, "01") + "00", parent: 0x00f067aa0ba902b7},
+		{name: "later version, more fields", in: "01" + example[2:] + "-what-comes-next", canonical: "01" + example[2:], parent: 0x00f067aa0ba902b7},
+		{name: "later version, same length", in: "cc" + example[2:], canonical: "cc" + example[2:], parent: 0x00f067aa0ba902b7},
+		{name: "version 00 longer", in: example + "-x"},
+		{name: "later version, no dash after", in: "01" + example[2:] + "x"},
+		{name: "version ff", in: "ff" + example[2:]},
+		{name: "uppercase", in: strings.ToUpper(example)},
+		{name: "zero trace id", in: "00-00000000000000000000000000000000-00f067aa0ba902b7-01"},
+		{name: "zero parent id", in: "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01"},
+		{name: "short", in: example[:54]},
+		{name: "empty", in: ""},
+		{name: "bad separator", in: strings.Replace(example, "-", "_", 1)},
+		{name: "not hex", in: "00-4bf92f3577b34da6a3ce929d0e0e473g-00f067aa0ba902b7-01"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			canonical, parent, ok := Parse(tc.in)
+			assert.Equal(t, tc.canonical != "", ok)
+			assert.Equal(t, tc.canonical, canonical)
+			assert.Equal(t, tc.parent, parent)
+		})
+	}
+}
+
+func TestNew(t *testing.T) {
+	seen := map[uint64]bool{}
+	for range 100 {
+		v, parent := New()
+		canonical, p, ok := Parse(v)
+		require.True(t, ok, v)
+		assert.Equal(t, v, canonical)
+		assert.Equal(t, parent, p)
+		assert.True(t, strings.HasSuffix(v, "-01"), "sampled: this process records it")
+		assert.False(t, seen[parent])
+		seen[parent] = true
+	}
+	assert.Equal(t, "0xf067aa0ba902b7", BindID(0x00f067aa0ba902b7))
+}
+
+// FuzzParse checks that Parse never panics, and that what it accepts
+// reads back the same from its canonical form.
+func FuzzParse(f *testing.F) {
+	f.Add(example)
+	f.Add("01" + example[2:] + "-x")
+	f.Add("")
+	f.Fuzz(func(t *testing.T, v string) {
+		canonical, parent, ok := Parse(v)
+		if !ok {
+			return
+		}
+		c2, p2, ok2 := Parse(canonical)
+		require.True(t, ok2, "%q", v)
+		assert.Equal(t, canonical, c2)
+		assert.Equal(t, parent, p2)
+		assert.Len(t, canonical, Len)
+		assert.NotZero(t, parent)
+	})
+}

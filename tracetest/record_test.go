@@ -1,0 +1,187 @@
+package tracetest_test
+
+import (
+	"fmt"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gotracer/tracer"
+	"github.com/gotracer/tracer/tracetest"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// handle is the code under test: a span with args, two children, and one
+// on a goroutine of its own.
+func handle(n int) {
+	end := tracer.Span("handle", tracer.Category("http"), tracer.Int("n", n))
+	defer func() { end(tracer.String("status", "ok")) }()
+	tracer.Span("decode", tracer.Float64("ratio", 0.5))()
+	func() {
+		defer tracer.Span("store")()
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			tracer.SetGoroutineName("writer")
+			defer tracer.Span("write", tracer.Bool("sync", true))()
+		}()
+		wg.Wait()
+	}()
+}
+
+func TestRecordSpans(t *testing.T) {
+	rec := tracetest.Record(t)
+	before := time.Now()
+	handle(3)
+	after := time.Now()
+
+	spans := rec.Spans()
+	require.Len(t, spans, 4)
+	names := map[string]tracetest.Span{}
+	for _, s := range spans {
+		names[s.Name] = s
+	}
+	h, d, st, w := names["handle"], names["decode"], names["store"], names["write"]
+	assert.Equal(t, "handle", spans[0].Name, "in order of start")
+
+	assert.Equal(t, "http", h.Category)
+	assert.Equal(t, map[string]any{"n": int64(3), "status": "ok"}, h.Args, "the start's and the end's args")
+	assert.Equal(t, map[string]any{"ratio": 0.5}, d.Args)
+	assert.Nil(t, st.Args)
+	assert.Equal(t, map[string]any{"sync": true}, w.Args)
+
+	assert.Nil(t, h.Parent)
+	require.NotNil(t, d.Parent)
+	assert.Equal(t, "handle", d.Parent.Name)
+	require.NotNil(t, st.Parent)
+	assert.Equal(t, "handle", st.Parent.Name)
+	assert.Nil(t, w.Parent, "a span on another goroutine has no parent there")
+
+	assert.Equal(t, h.Goroutine, d.Goroutine)
+	assert.NotEqual(t, h.Goroutine, w.Goroutine)
+	assert.Equal(t, "writer", w.GoroutineName)
+
+	assert.False(t, h.Start.Before(before.Add(-time.Millisecond)), "start %v, before %v", h.Start, before)
+	assert.False(t, h.Start.Add(h.Duration).After(after.Add(time.Millisecond)))
+	for _, c := range []tracetest.Span{d, st} {
+		assert.False(t, c.Start.Before(h.Start))
+		assert.False(t, c.Start.Add(c.Duration).After(h.Start.Add(h.Duration)))
+	}
+	assert.False(t, w.Start.Before(st.Start))
+	assert.Positive(t, st.Duration)
+
+	assert.Len(t, rec.Named("decode"), 1)
+	assert.Empty(t, rec.Named("missing"))
+}
+
+// TestRecordLongSpans checks spans written as B and E: open across a
+// flush, LongSpan, and one still open, which Spans leaves out.
+func TestRecordLongSpans(t *testing.T) {
+	rec := tracetest.Record(t)
+	endOuter := tracer.LongSpan("outer", tracer.Int("a", 1))
+	require.NoError(t, tracer.Flush())
+	tracer.Span("inner")()
+	open := tracer.Span("open")
+	assert.Equal(t, []string{"inner"}, spanNames(rec.Spans()))
+	open()
+	endOuter(tracer.Int("b", 2))
+
+	spans := rec.Spans()
+	require.Equal(t, []string{"outer", "inner", "open"}, spanNames(spans))
+	assert.Equal(t, map[string]any{"a": int64(1), "b": int64(2)}, spans[0].Args)
+	for _, s := range spans[1:] {
+		require.NotNil(t, s.Parent)
+		assert.Equal(t, "outer", s.Parent.Name)
+	}
+}
+
+func spanNames(spans []tracetest.Span) []string {
+	var names []string
+	for _, s := range spans {
+		names = append(names, s.Name)
+	}
+	return names
+}
+
+// TestRecordParallel runs tests in parallel that record spans of the same
+// names: each sees its own goroutine's only, and the spans of goroutines
+// the tests start.
+func TestRecordParallel(t *testing.T) {
+	for i := range 4 {
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			t.Parallel()
+			rec := tracetest.Record(t)
+			for j := 0; j < 50; j++ {
+				tracer.Span("step", tracer.Int("test", i), tracer.Int("j", j))()
+				time.Sleep(50 * time.Microsecond)
+			}
+			spans := rec.Named("step")
+			require.Len(t, spans, 50)
+			for j, s := range spans {
+				assert.Equal(t, map[string]any{"test": int64(i), "j": int64(j)}, s.Args)
+			}
+		})
+	}
+}
+
+// TestRecordStops checks that the last Recorder's cleanup stops the
+// default tracer it started, and that a later test starts a new one.
+func TestRecordStops(t *testing.T) {
+	if tracer.Default() != nil {
+		t.Skip("a trace was asked for")
+	}
+	for range 2 {
+		t.Run("", func(t *testing.T) {
+			rec := tracetest.Record(t)
+			tracer.Span("x")()
+			assert.Len(t, rec.Spans(), 1, "only this test's span")
+		})
+		assert.Nil(t, tracer.Default())
+	}
+}
+
+// fatalTB records the message of Fatal and Fatalf and ends the goroutine,
+// as testing.T does, so that a test can check a failure.
+type fatalTB struct {
+	testing.TB
+	msg string
+}
+
+func (f *fatalTB) Helper() {}
+
+func (f *fatalTB) Fatal(args ...any) {
+	f.msg = fmt.Sprint(args...)
+	runtime.Goexit()
+}
+
+func (f *fatalTB) Fatalf(format string, args ...any) {
+	f.msg = fmt.Sprintf(format, args...)
+	runtime.Goexit()
+}
+
+// TestRecordRefusesAnotherDefault checks that Record fails the test, with
+// a message that says why, when a default tracer it cannot read runs.
+func TestRecordRefusesAnotherDefault(t *testing.T) {
+	if tracer.Default() != nil {
+		t.Skip("a trace was asked for")
+	}
+	tr, err := tracer.NewWithWriter(discard{})
+	require.NoError(t, err)
+	require.NoError(t, tracer.SetDefault(tr))
+	defer tracer.Stop()
+	f := &fatalTB{TB: t}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tracetest.Record(f)
+	}()
+	<-done
+	assert.Contains(t, f.msg, "a default tracer runs already")
+}
+
+type discard struct{}
+
+func (discard) Write(p []byte) (int, error) { return len(p), nil }
