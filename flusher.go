@@ -2,7 +2,6 @@ package tracer
 
 import (
 	"bytes"
-	"errors"
 	"math"
 	"strconv"
 	"strings"
@@ -22,7 +21,6 @@ const batchBytes = 256 << 10
 // writer (writer.go) runs on a goroutine of its own.
 type flusher struct {
 	t       *Tracer
-	sink    sink
 	enc     encoder
 	wall    time.Time // wall clock of ts 0
 	cursors []cursor
@@ -78,7 +76,7 @@ type cursor struct {
 }
 
 func (f *flusher) init(t *Tracer, s sink, wall time.Time) {
-	f.t, f.sink, f.wall = t, s, wall
+	f.t, f.wall = t, wall
 	f.enc = newEncoder(processID, t.base)
 	f.enc.buf = make([]byte, 0, 64<<10)
 	f.batchLimit = batchBytes
@@ -92,7 +90,7 @@ func (f *flusher) init(t *Tracer, s sink, wall time.Time) {
 		f.enc.shared = f.shared
 		f.open.forget = f.shared.abandon
 	}
-	f.out.init()
+	f.out.init(s, t.opts.onError, &t.progress, &t.own.writer)
 }
 
 // run is the flusher goroutine. It encodes when a P seals a chunk (the
@@ -131,7 +129,7 @@ func (f *flusher) writeHeader() error {
 		return nil
 	}
 	f.appendHeader()
-	n, err := f.sink.Write(f.enc.buf)
+	n, err := f.out.writeHead(f.enc.buf)
 	f.enc.buf = f.enc.buf[:0]
 	if f.traits.files != nil {
 		f.fileRaw = int64(n)
@@ -597,12 +595,7 @@ func (f *flusher) close() error {
 	f.closed.Store(true)
 	f.t.lateDrops.Add(f.unread())
 	f.lateKeptEnds()
-	close(f.out.queue)
-	<-f.out.exited
-	f.out.mu.Lock()
-	err := f.out.errs.take()
-	f.out.mu.Unlock()
-	return errors.Join(err, f.sink.Close())
+	return f.out.finish()
 }
 
 // unread counts the events published after the last pass of Close, which

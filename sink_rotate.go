@@ -314,21 +314,21 @@ func (f *flusher) maybeRotate(b *batch) {
 	f.batchLimit = int(min(max((limit-size)/ratio, 16<<10), batchBytes))
 }
 
-// rotateFile carries out an opRotate batch on the writer goroutine: ends
-// the current file and writes the batch to the new one. If no new file
-// could be started, the current file goes on, and the batch's events are
+// rotate carries out an opRotate batch on the writer goroutine: ends the
+// current file and writes the batch to the new one. If no new file could
+// be started, the current file goes on, and the batch's events are
 // written to it without the new file's head.
-func (f *flusher) rotateFile(b *batch) {
-	errs, err := f.traits.files.cut(b.end)
+func (w *writer) rotate(b *batch) {
+	errs, err := w.files.cut(b.end)
 	for _, err := range errs {
-		f.fail(err)
+		w.fail(err)
 	}
 	if err != nil {
-		f.fail(err)
-		f.writeBatch(b, b.buf[b.headLen:])
+		w.fail(err)
+		w.write(b, b.buf[b.headLen:])
 		return
 	}
-	f.writeBatch(b, b.buf)
+	w.write(b, b.buf)
 }
 
 // reopenSpans writes again the B events of the spans whose B event is in

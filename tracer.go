@@ -122,7 +122,7 @@ func newTracer(s sink, o options) (*Tracer, error) {
 		return nil, fmt.Errorf("tracer: writing trace header: %w", err)
 	}
 	t.recording.Store(true)
-	go t.flusher.writeLoop()
+	go t.flusher.out.run()
 	go t.run()
 	return t, nil
 }

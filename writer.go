@@ -43,8 +43,15 @@ type batch struct {
 }
 
 // A writer is the goroutine that hands encoded batches to the sink, and
-// what the encoder and the recording goroutines know of it.
+// what the encoder and the recording goroutines know of it. It owns the
+// sink: the flusher only queues batches, and reads the counters.
 type writer struct {
+	sink     sink
+	files    fileCutter      // the sink's rotation, if it rotates
+	onError  func(error)     // the user's error handler
+	progress *progressSignal // told when a batch is written: room for the waiting
+	gid      *atomic.Uint64  // where to say which goroutine it is: see reentry.go
+
 	queue  chan *batch
 	free   chan *batch
 	exited chan struct{}
@@ -60,7 +67,8 @@ type writer struct {
 	ratio                                    atomic.Uint64 // float64 bits: file bytes per byte encoded, for rotation
 }
 
-func (w *writer) init() {
+func (w *writer) init(s sink, onError func(error), progress *progressSignal, gid *atomic.Uint64) {
+	w.sink, w.files, w.onError, w.progress, w.gid = s, s.traits().files, onError, progress, gid
 	w.queue = make(chan *batch, queueBatches+4) // room for syncs besides the batches
 	w.free = make(chan *batch, queueBatches)
 	for range queueBatches {
@@ -76,11 +84,14 @@ func (w *writer) stalled() bool {
 	return since != 0 && nanotime()-since > int64(stallAfter)
 }
 
-// writeLoop is the writer goroutine. It ends when the queue is closed.
-func (f *flusher) writeLoop() {
-	w := &f.out
+// writeHead writes the head of the trace, before the writer goroutine
+// starts.
+func (w *writer) writeHead(p []byte) (int, error) { return w.sink.Write(p) }
+
+// run is the writer goroutine. It ends when the queue is closed.
+func (w *writer) run() {
 	defer close(w.exited)
-	f.t.own.writer.Store(goroutineID())
+	w.gid.Store(goroutineID())
 	for b := range w.queue {
 		switch b.op {
 		case opSync:
@@ -90,25 +101,36 @@ func (f *flusher) writeLoop() {
 			b.done <- err
 			continue
 		case opRotate:
-			f.rotateFile(b)
+			w.rotate(b)
 		default:
-			f.writeBatch(b, b.buf)
+			w.write(b, b.buf)
 		}
 		w.done.Store(b.seq + 1) // after a failure is in w.failed
 		b.buf, b.end = b.buf[:0], b.end[:0]
 		w.free <- b
-		f.t.progress.broadcast()
+		w.progress.broadcast()
 	}
 }
 
-// writeBatch writes p, the events of b, to the sink.
-func (f *flusher) writeBatch(b *batch, p []byte) {
+// finish waits for the writer goroutine to write what is queued, closes
+// the sink and returns the write errors since the last sync and the
+// sink's Close error. The queue must hold nothing more to come.
+func (w *writer) finish() error {
+	close(w.queue)
+	<-w.exited
+	w.mu.Lock()
+	err := w.errs.take()
+	w.mu.Unlock()
+	return errors.Join(err, w.sink.Close())
+}
+
+// write writes p, the events of b, to the sink.
+func (w *writer) write(b *batch, p []byte) {
 	if len(p) == 0 {
 		return
 	}
-	w := &f.out
 	w.busySince.Store(nanotime())
-	n, err := f.sink.Write(p)
+	n, err := w.sink.Write(p)
 	w.busySince.Store(0)
 	w.bytes.Add(uint64(n))
 	w.flushes.Inc()
@@ -128,21 +150,21 @@ func (f *flusher) writeBatch(b *batch, p []byte) {
 		}
 		w.errs.add(err)
 		w.mu.Unlock()
-		f.t.opts.onError(err)
+		w.onError(err)
 		return
 	}
 	w.events.Add(uint64(b.events))
-	if files := f.traits.files; files != nil {
-		w.ratio.Store(math.Float64bits(files.ratio()))
+	if w.files != nil {
+		w.ratio.Store(math.Float64bits(w.files.ratio()))
 	}
 }
 
 // fail reports an error of the sink that no write returned, such as a
 // failed rotation: the events still go to the current file, so it is not
 // one of the write errors Flush returns.
-func (f *flusher) fail(err error) {
-	f.out.sinkErrors.Inc()
-	f.t.opts.onError(err)
+func (w *writer) fail(err error) {
+	w.sinkErrors.Inc()
+	w.onError(err)
 }
 
 // A failure is a write that did not deliver all of its batch.
