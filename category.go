@@ -120,18 +120,6 @@ func newCategoryFilter(names []string) (*categoryFilter, error) {
 	return f, nil
 }
 
-// WithCategories records only events in the listed categories, and events
-// with no category. Without it every category is recorded. Events of a
-// disabled category cost about one atomic load and are not counted as
-// dropped.
-func WithCategories(names ...string) Option {
-	return optionFunc(func(o *options) error {
-		f, err := newCategoryFilter(names)
-		o.categories = f
-		return err
-	})
-}
-
 // SetCategories changes, while the program runs, which categories t
 // records: only the listed ones, or all of them when called with none.
 // Events already recorded are written either way.

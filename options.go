@@ -1,6 +1,7 @@
 package tracer
 
 import (
+	"compress/flate"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -151,6 +152,110 @@ func WithErrorHandler(f func(error)) Option {
 			return fmt.Errorf("tracer: nil error handler")
 		}
 		o.onError = f
+		return nil
+	})
+}
+
+// WithCategories records only events in the listed categories, and events
+// with no category. Without it every category is recorded. Events of a
+// disabled category cost about one atomic load and are not counted as
+// dropped.
+func WithCategories(names ...string) Option {
+	return optionFunc(func(o *options) error {
+		f, err := newCategoryFilter(names)
+		o.categories = f
+		return err
+	})
+}
+
+// WithLanes draws goroutines on lanes reused the way a thread pool's
+// threads are, instead of one track per goroutine: a goroutine takes a
+// free lane of its group (its name, or else the name of its first span)
+// when its first span starts and gives it back when its last span ends.
+// A server that runs a goroutine per request then shows as many tracks
+// per route as requests were in flight at once, rather than one per
+// request, and what ran at any moment reads off one screen. Each slice
+// keeps its goroutine id in its args. Recording costs the same; the
+// flusher does the work. The environment variable TRACER_LANES=true sets
+// it for a tracer started by TRACER_FILE.
+//
+// The default, a track per goroutine, is exact and what runtime/trace
+// users know: use lanes for servers and pools of short-lived goroutines.
+// Lanes do not combine with the Go runtime's view of goroutines
+// (github.com/gotracer/tracer/goruntime), which draws on goroutine tracks.
+func WithLanes() Option {
+	return optionFunc(func(o *options) error {
+		o.lanes = true
+		return nil
+	})
+}
+
+// WithGzip compresses the trace with gzip at level, from gzip.HuffmanOnly
+// (-2) and gzip.NoCompression (0) through gzip.BestSpeed (1) to
+// gzip.BestCompression (9); gzip.DefaultCompression (-1) means
+// DefaultGzipLevel. A path ending in ".gz" is gzipped at
+// DefaultGzipLevel without this option. With NewWithWriter or NewWithSink the
+// stream is compressed.
+func WithGzip(level int) Option {
+	return optionFunc(func(o *options) error {
+		if level < flate.HuffmanOnly || level > flate.BestCompression {
+			return fmt.Errorf("tracer: gzip level %d out of range [%d, %d]", level, flate.HuffmanOnly, flate.BestCompression)
+		}
+		if level == flate.DefaultCompression {
+			level = DefaultGzipLevel
+		}
+		o.sink.gzip, o.sink.level = true, level
+		return nil
+	})
+}
+
+// WithMaxFileSize starts a new file once the current one holds bytes bytes
+// or more (compressed bytes, for a gzip trace), so that no file grows
+// without bound. The old file is renamed; see WithMaxFiles. A file may
+// pass the limit by up to one write, at most about 256 KiB. The smallest
+// size allowed is 4 KiB.
+func WithMaxFileSize(bytes int64) Option {
+	return optionFunc(func(o *options) error {
+		if bytes < minFileSize {
+			return fmt.Errorf("tracer: max file size %d below %d", bytes, minFileSize)
+		}
+		o.sink.maxSize = bytes
+		return nil
+	})
+}
+
+// WithMaxFiles keeps at most n files of a rotated trace, the current one
+// included, removing the oldest. Zero, the default, keeps them all. It
+// needs WithMaxFileSize.
+func WithMaxFiles(n int) Option {
+	return optionFunc(func(o *options) error {
+		if n < 0 {
+			return fmt.Errorf("tracer: max files %d is negative", n)
+		}
+		o.sink.maxFiles = n
+		return nil
+	})
+}
+
+// WithStopTimeout sets how long Close and Stop wait for the trace to be
+// written, DefaultStopTimeout unless set. A sink that stalls longer, such
+// as a hung network file system or a pipe nobody reads, makes them return
+// an error wrapping ErrTimeout instead of hanging the application: the
+// write goes on in the background, and Close finishes the file there if
+// the sink ever recovers. A process that exits before then leaves the
+// file as a crash would (see docs/guarantees.md). Flush waits as long
+// for a flush already stuck in the sink; when it writes itself, it waits
+// for its write. Zero waits forever.
+//
+// Recording calls do not wait for a stalled sink, whatever this is: while
+// it stalls, the buffers fill, and once they are full further events are
+// dropped and counted (see WithLossless for the other choice).
+func WithStopTimeout(d time.Duration) Option {
+	return optionFunc(func(o *options) error {
+		if d < 0 {
+			return fmt.Errorf("tracer: negative stop timeout %v", d)
+		}
+		o.stopTimeout = d
 		return nil
 	})
 }

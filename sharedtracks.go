@@ -40,28 +40,6 @@ const maxLaneGroups = 4096
 // otherGroup is the group of goroutines past maxLaneGroups.
 const otherGroup = "other goroutines"
 
-// WithLanes draws goroutines on lanes reused the way a thread pool's
-// threads are, instead of one track per goroutine: a goroutine takes a
-// free lane of its group (its name, or else the name of its first span)
-// when its first span starts and gives it back when its last span ends.
-// A server that runs a goroutine per request then shows as many tracks
-// per route as requests were in flight at once, rather than one per
-// request, and what ran at any moment reads off one screen. Each slice
-// keeps its goroutine id in its args. Recording costs the same; the
-// flusher does the work. The environment variable TRACER_LANES=true sets
-// it for a tracer started by TRACER_FILE.
-//
-// The default, a track per goroutine, is exact and what runtime/trace
-// users know: use lanes for servers and pools of short-lived goroutines.
-// Lanes do not combine with the Go runtime's view of goroutines
-// (github.com/gotracer/tracer/goruntime), which draws on goroutine tracks.
-func WithLanes() Option {
-	return optionFunc(func(o *options) error {
-		o.lanes = true
-		return nil
-	})
-}
-
 // A sharedTrack is one lane: a track that goroutines of one group take in
 // turn.
 type sharedTrack struct {

@@ -63,25 +63,6 @@ var finalBlock = [2]byte{0x03, 0x00}
 // syncMarker ends the deflate data of a flush: an empty stored block.
 var syncMarker = [4]byte{0x00, 0x00, 0xff, 0xff}
 
-// WithGzip compresses the trace with gzip at level, from gzip.HuffmanOnly
-// (-2) and gzip.NoCompression (0) through gzip.BestSpeed (1) to
-// gzip.BestCompression (9); gzip.DefaultCompression (-1) means
-// DefaultGzipLevel. A path ending in ".gz" is gzipped at
-// DefaultGzipLevel without this option. With NewWithWriter or NewWithSink the
-// stream is compressed.
-func WithGzip(level int) Option {
-	return optionFunc(func(o *options) error {
-		if level < flate.HuffmanOnly || level > flate.BestCompression {
-			return fmt.Errorf("tracer: gzip level %d out of range [%d, %d]", level, flate.HuffmanOnly, flate.BestCompression)
-		}
-		if level == flate.DefaultCompression {
-			level = DefaultGzipLevel
-		}
-		o.sink.gzip, o.sink.level = true, level
-		return nil
-	})
-}
-
 // A gzipSink compresses every Write into gzip members of at most a page
 // each and writes them to out with one Write.
 //

@@ -51,34 +51,6 @@ const minFileSize = 4 << 10
 // errRotateStream is returned when rotation is asked of a stream.
 var errRotateStream = errors.New("tracer: WithMaxFileSize and WithMaxFiles need a file path")
 
-// WithMaxFileSize starts a new file once the current one holds bytes bytes
-// or more (compressed bytes, for a gzip trace), so that no file grows
-// without bound. The old file is renamed; see WithMaxFiles. A file may
-// pass the limit by up to one write, at most about 256 KiB. The smallest
-// size allowed is 4 KiB.
-func WithMaxFileSize(bytes int64) Option {
-	return optionFunc(func(o *options) error {
-		if bytes < minFileSize {
-			return fmt.Errorf("tracer: max file size %d below %d", bytes, minFileSize)
-		}
-		o.sink.maxSize = bytes
-		return nil
-	})
-}
-
-// WithMaxFiles keeps at most n files of a rotated trace, the current one
-// included, removing the oldest. Zero, the default, keeps them all. It
-// needs WithMaxFileSize.
-func WithMaxFiles(n int) Option {
-	return optionFunc(func(o *options) error {
-		if n < 0 {
-			return fmt.Errorf("tracer: max files %d is negative", n)
-		}
-		o.sink.maxFiles = n
-		return nil
-	})
-}
-
 // A rotator is the sink of a rotated trace: it writes to the current file
 // and, driven by the flusher, which writes each file's head and end,
 // replaces it by a new one.
