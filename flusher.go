@@ -5,10 +5,9 @@ import (
 	"math"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
-	uatomic "go.uber.org/atomic"
+	"go.uber.org/atomic"
 )
 
 // batchBytes is the size at which the encoder queues what it has encoded
@@ -32,7 +31,7 @@ type flusher struct {
 	reportedDrops uint64
 	dropsShown    bool // the drop counter is in the trace: see appendDropCounter
 	closing       bool // Close's last pass: no rotation
-	closed        uatomic.Bool
+	closed        atomic.Bool
 
 	batch      uint64        // batches queued so far: tells which B events a failed write lost
 	batchLimit int           // bytes to encode before queueing: batchBytes, or less near a rotation
@@ -42,7 +41,7 @@ type flusher struct {
 	shared     *sharedTracks // goroutines drawn on lanes (WithLanes), if not nil
 	auto       autoNames     // goroutines named, by the program or by the flusher
 
-	forgotten uatomic.Uint64 // open spans given up: see pop and maxOpenSpans
+	forgotten atomic.Uint64 // open spans given up: see pop and maxOpenSpans
 
 	sentEnds []sentEnd // E events in batches not yet written: see takeFailures
 	resend   []sentEnd // E events of failed writes, to write again
@@ -321,7 +320,7 @@ func (f *flusher) peek(c *cursor) *slot {
 			}
 			l.pos, c.head = 0, 0
 		}
-		if c.head = atomic.LoadUint64(&l.read.head); l.pos < c.head {
+		if c.head = loadAcquire(&l.read.head); l.pos < c.head {
 			continue
 		}
 		next := l.read.next.Load()
@@ -329,7 +328,7 @@ func (f *flusher) peek(c *cursor) *slot {
 			return nil
 		}
 		// Sealed: its head is final now.
-		if c.head = atomic.LoadUint64(&l.read.head); l.pos < c.head {
+		if c.head = loadAcquire(&l.read.head); l.pos < c.head {
 			continue
 		}
 		f.t.pool.put(l.read)
@@ -364,7 +363,7 @@ func (f *flusher) take(c *cursor, h *slot, cut int64) uint64 {
 		token := l.id<<32 | h.n>>32
 		if h.kind() == kindSpan {
 			if l.pos+n >= c.head {
-				c.head = atomic.LoadUint64(&l.read.head)
+				c.head = loadAcquire(&l.read.head)
 			}
 			if l.pos+n < c.head {
 				// A freed token can be taken by another goroutine's span

@@ -2,8 +2,9 @@ package tracer
 
 import (
 	"sync"
-	"sync/atomic"
 	_ "unsafe" // for go:linkname
+
+	"go.uber.org/atomic"
 )
 
 // Pinning the goroutine to its P makes the running goroutine the only writer
@@ -135,7 +136,7 @@ func (t *Tracer) record(k kind, flags uint8, cs catScope, name string, id uint64
 		if ls := *t.lanes.Load(); p < len(ls) && ls[p] != nil {
 			l := ls[p]
 			c := l.cur.Load()
-			if h := atomic.LoadUint64(&c.head); h+n <= chunkSlots {
+			if h := loadAcquire(&c.head); h+n <= chunkSlots {
 				end := nop
 				head := &c.slots[h]
 				head.num = uint64(nanotime())
@@ -217,7 +218,7 @@ func (t *Tracer) refill(p int, n uint64, end bool) bool {
 		}
 		l := ls[p]
 		old := l.cur.Load()
-		if atomic.LoadUint64(&old.head)+n <= chunkSlots {
+		if loadAcquire(&old.head)+n <= chunkSlots {
 			// Another goroutine on this P refilled it meanwhile.
 			procUnpin()
 			t.pool.put(c)
@@ -282,7 +283,7 @@ func (cp *chunkPool) get(lanes, reserve int) *chunk {
 		// c full when it was a lane's chunk read its head without writing
 		// to it, and only the P it was pinned to orders that read before
 		// this write, which the race detector does not see.
-		atomic.StoreUint64(&c.head, 0)
+		storeWord(&c.head, 0)
 		c.next.Store(nil)
 		return c
 	}

@@ -2,7 +2,6 @@ package tracer
 
 import (
 	"fmt"
-	"sync/atomic"
 )
 
 // Span tokens: what makes a span's end function safe to misuse.
@@ -98,7 +97,7 @@ func reusable(st, starts uint64) bool {
 // and end function. It runs pinned to l's P: its only producer.
 func (l *lane) take(gid uint64) (uint64, func(...Arg)) {
 	blocks := *l.blocks.Load()
-	i := atomic.LoadUint64(&l.next)
+	i := loadAcquire(&l.next)
 	for tries := 0; ; tries++ {
 		if i >= uint64(len(blocks))*tokenBlockSize {
 			i = 0
@@ -113,7 +112,7 @@ func (l *lane) take(gid uint64) (uint64, func(...Arg)) {
 		}
 		b := blocks[i/tokenBlockSize]
 		tok := &b.tokens[i%tokenBlockSize]
-		if starts := l.starts; reusable(atomic.LoadUint64(&tok.state), starts) {
+		if starts := l.starts; reusable(loadAcquire(&tok.state), starts) {
 			storeRelease(&tok.state, held(gid)) // the end's CAS orders it
 			storeRelease(&l.next, i+1)
 			storeRelease(&l.starts, starts+1)
@@ -132,8 +131,8 @@ func (l *lane) token(i uint64) *spanToken {
 // holds it: see the note above.
 func (s *spanToken) end(args ...Arg) {
 	gid := goroutineID()
-	if !atomic.CompareAndSwapUint64(&s.state, held(gid), free(atomic.LoadUint64(&s.l.starts))) {
-		s.l.t.unmatchedEnd(gid, atomic.LoadUint64(&s.state))
+	if !swapWord(&s.state, held(gid), free(loadAcquire(&s.l.starts))) {
+		s.l.t.unmatchedEnd(gid, loadAcquire(&s.state))
 		return
 	}
 	s.l.t.record(kindEnd, 0, catScope{}, "", s.id, args)
@@ -166,6 +165,6 @@ func (t *Tracer) release(token, gid uint64) {
 	}
 	if ls, p := *lp, token>>32; p < uint64(len(ls)) && ls[p] != nil {
 		l := ls[p]
-		atomic.CompareAndSwapUint64(&l.token(token&(1<<32-1)).state, held(gid), free(atomic.LoadUint64(&l.starts)))
+		swapWord(&l.token(token&(1<<32-1)).state, held(gid), free(loadAcquire(&l.starts)))
 	}
 }
