@@ -139,6 +139,11 @@ func (e *encoder) event(h *slot, rest []slot) {
 		x := &rest[0]
 		b = e.appendHead(b, h, rest, asyncPhase[h.kind()-kindAsyncBegin], h.at())
 		b = e.appendIDs(b, h.gid())
+		if h.kind() != kindAsyncBegin {
+			// The goroutine is the begin's: an operation may end on
+			// another, and catapult warns of an arg its phases differ on.
+			e.gidArg = 0
+		}
 		b = appendAsyncID(b, x)
 		b = appendScope(b, x)
 		e.buf = e.appendTail(b, h, rest)

@@ -300,9 +300,7 @@ func (m *merger) event(f *mergeFile, ev *trace.Event, pids map[int64]int64) {
 	if remapped && ev.PidSpan.Valid() {
 		edits = append(edits, edit{ev.PidSpan, strconv.AppendInt(nil, pid, 10)})
 	}
-	if e, ok := linkEdit(ev, ph); ok {
-		edits = append(edits, e)
-	}
+	edits = linkEdits(edits, ev, ph)
 	if isProcessName {
 		// Once per process: a file may end with its header again, and
 		// rotated files each start with it.

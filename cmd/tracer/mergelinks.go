@@ -18,6 +18,27 @@ import (
 // elsewhere, or a server that was not traced) draws nothing; Perfetto
 // notes it as an info stat, chrome://tracing says nothing.
 
+// linkEdits appends to edits those that bind ev, a span with a link arg,
+// to the other end of its link. chrome://tracing merges the args of the
+// two spans an arrow binds, and warns of a key both have: a server span's
+// "goroutine" (spans drawn on lanes, see tracer.WithLanes, carry their
+// goroutine's id) becomes "goroutine.in", as its traceparent is
+// "traceparent.in".
+func linkEdits(edits []edit, ev *trace.Event, ph byte) []edit {
+	e, ok := linkEdit(ev, ph)
+	if !ok {
+		return edits
+	}
+	edits = append(edits, e)
+	if g := ev.Arg("goroutine"); g != nil && bytes.HasSuffix(e.with, []byte(`"flow_in":true`)) {
+		key := len(`"goroutine":`)
+		if at := g.Span.Start - key; at >= 0 && string(ev.Raw[at:g.Span.Start]) == `"goroutine":` {
+			edits = append(edits, edit{trace.Span{Start: at, End: g.Span.Start}, []byte(`"goroutine.in":`)})
+		}
+	}
+	return edits
+}
+
 // linkEdit returns the edit that binds ev, a span with a link arg, to the
 // other end of its link, and false for any other event.
 func linkEdit(ev *trace.Event, ph byte) (edit, bool) {

@@ -166,6 +166,10 @@ func TestMergeLinkArgs(t *testing.T) {
 		{"not a string", `{"name":"a","ph":"X","ts":1.000,"dur":1.000,"pid":1,"tid":1,"args":{"traceparent.out":1}}`, ""},
 		{"bound already", `{"name":"a","ph":"X","ts":1.000,"dur":1.000,"pid":1,"tid":1,"bind_id":"0x1","flow_in":true,"args":{"traceparent.out":"` + tp + `"}}`, ""},
 		{"no link", `{"name":"a","ph":"X","ts":1.000,"dur":1.000,"pid":1,"tid":1,"args":{"path":"/"}}`, ""},
+		// Drawn on lanes: a server span's goroutine is renamed, since
+		// chrome://tracing merges the args of the spans an arrow binds.
+		{"server on a lane", `{"name":"a","ph":"X","ts":1.000,"dur":1.000,"pid":1,"tid":1,"args":{"goroutine":7,"traceparent.in":"` + tp + `"}}`, `"bind_id":"0xf067aa0ba902b7","flow_in":true`},
+		{"client on a lane", `{"name":"a","ph":"X","ts":1.000,"dur":1.000,"pid":1,"tid":1,"args":{"goroutine":7,"traceparent.out":"` + tp + `"}}`, `"bind_id":"0xf067aa0ba902b7","flow_out":true`},
 	}
 	dir := t.TempDir()
 	for _, tc := range tests {
@@ -178,6 +182,9 @@ func TestMergeLinkArgs(t *testing.T) {
 			want := tc.event
 			if tc.want != "" {
 				want = strings.Replace(tc.event, `"ts":1.000`, `"ts":1.000,`+tc.want, 1)
+			}
+			if strings.Contains(tc.want, "flow_in") {
+				want = strings.Replace(want, `"goroutine":`, `"goroutine.in":`, 1)
 			}
 			assert.Contains(t, got, want)
 			assert.Equal(t, tc.want != "", strings.Count(got, "bind_id") == 1 && !strings.Contains(tc.event, "bind_id"))

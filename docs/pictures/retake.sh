@@ -13,3 +13,9 @@ trap 'rm -rf "$work"' EXIT
 (cd "$root" && go build -o "$work/services" ./examples/services && go build -o "$work/tracer" ./cmd/tracer)
 (cd "$work" && ./services >/dev/null && ./tracer merge -q -o services.json frontend.json backend.json)
 node "$here/screenshot.js" "$work/services.json" "$here/services-merged.png" 1200x900
+
+# services-lanes.png: the same run with WithLanes: the backend's request
+# goroutines drawn on the lanes of their route, as many as were in flight.
+mkdir "$work/lanes"
+(cd "$work/lanes" && ../services -lanes >/dev/null && ../tracer merge -q -o services.json frontend.json backend.json)
+node "$here/screenshot.js" "$work/lanes/services.json" "$here/services-lanes.png" 1200x900

@@ -31,6 +31,18 @@ import (
 	"github.com/gotracer/tracer/tracehttp"
 )
 
+// lanes draws goroutines on lanes (tracer.WithLanes), in both processes.
+var lanes = flag.Bool("lanes", false, "draw goroutines on lanes per group (tracer.WithLanes)")
+
+// options returns the tracer options of the process named name.
+func options(name string, sort int) []tracer.Option {
+	opts := []tracer.Option{tracer.WithProcessName(name), tracer.WithProcessSortIndex(sort)}
+	if *lanes {
+		opts = append(opts, tracer.WithLanes())
+	}
+	return opts
+}
+
 func main() {
 	backend := flag.Bool("backend", false, "serve, as the backend process, until standard input closes")
 	flag.Parse()
@@ -38,14 +50,14 @@ func main() {
 		serve()
 		return
 	}
-	if err := tracer.Start("frontend.json", tracer.WithProcessName("frontend"), tracer.WithProcessSortIndex(1)); err != nil {
+	if err := tracer.Start("frontend.json", options("frontend", 1)...); err != nil {
 		log.Fatal(err)
 	}
 	defer tracer.Stop()
 	tracer.SetGoroutineName("main")
 
 	// The backend: this program again, in a process of its own.
-	cmd := exec.Command(os.Args[0], "-backend")
+	cmd := exec.Command(os.Args[0], "-backend", fmt.Sprintf("-lanes=%v", *lanes))
 	cmd.Env = append(os.Environ(), tracer.EnvFile+"=") // the backend's file is its own
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
@@ -96,7 +108,7 @@ func page(client *http.Client, addr string, n int) {
 // serve is the backend: it prints its address and serves until its
 // standard input closes.
 func serve() {
-	if err := tracer.Start("backend.json", tracer.WithProcessName("backend"), tracer.WithProcessSortIndex(2)); err != nil {
+	if err := tracer.Start("backend.json", options("backend", 2)...); err != nil {
 		log.Fatal(err)
 	}
 	defer tracer.Stop()
