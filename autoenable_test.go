@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gotracer/tracer/internal/childtest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -81,8 +82,7 @@ func TestAutoEnable(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.mode+strings.Join(tc.env, ","), func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "auto.json")
-			cmd := exec.Command(os.Args[0], "-test.run=^TestAutoChild$")
-			cmd.Env = append(os.Environ(), autoChildEnv+"="+tc.mode, EnvFile+"="+path)
+			cmd := childtest.Command("TestAutoChild", autoChildEnv+"="+tc.mode, EnvFile+"="+path)
 			cmd.Env = append(cmd.Env, tc.env...)
 			if strings.HasPrefix(tc.mode, "signal") || tc.mode == "own handler" {
 				out, err := cmd.StdoutPipe()

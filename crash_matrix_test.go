@@ -9,7 +9,6 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -18,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gotracer/tracer/internal/childtest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -190,8 +190,7 @@ func TestCrashMatrix(t *testing.T) {
 // and how many it reported.
 func crashMatrixRun(t *testing.T, format crashFormat, path string, delay time.Duration) (matrixReport, int) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashMatrixChild$")
-	cmd.Env = append(os.Environ(), matrixChildEnv+"="+format.name+":"+path)
+	cmd := childtest.Command("TestCrashMatrixChild", matrixChildEnv+"="+format.name+":"+path)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.StdoutPipe()

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -12,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gotracer/tracer/internal/childtest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -70,8 +70,7 @@ func TestOpenSpansChild(t *testing.T) {
 // spans that had ended as compact X events.
 func TestOpenSpansVisibleAfterKill(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "open.json")
-	cmd := exec.Command(os.Args[0], "-test.run=^TestOpenSpansChild$")
-	cmd.Env = append(os.Environ(), openChildEnv+"="+path)
+	cmd := childtest.Command("TestOpenSpansChild", openChildEnv+"="+path)
 	out, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())

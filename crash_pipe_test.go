@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"testing"
 	"time"
 
+	"github.com/gotracer/tracer/internal/childtest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -44,8 +44,7 @@ func TestPipeCrash(t *testing.T) {
 	for _, mode := range []string{"json", "gzip"} {
 		for run := range 3 {
 			t.Run(fmt.Sprintf("%s/%d", mode, run), func(t *testing.T) {
-				cmd := exec.Command(os.Args[0], "-test.run=^TestPipeChild$")
-				cmd.Env = append(os.Environ(), pipeChildEnv+"="+mode)
+				cmd := childtest.Command("TestPipeChild", pipeChildEnv+"="+mode)
 				out, err := cmd.StdoutPipe()
 				require.NoError(t, err)
 				require.NoError(t, cmd.Start())

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gotracer/tracer/internal/childtest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -89,8 +89,7 @@ func TestCrashSIGKILL(t *testing.T) {
 
 func crashOnce(t *testing.T, extra time.Duration) {
 	path := filepath.Join(t.TempDir(), "crash.json")
-	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$")
-	cmd.Env = append(os.Environ(), crashChildEnv+"="+path)
+	cmd := childtest.Command("TestCrashChild", crashChildEnv+"="+path)
 	out, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gotracer/tracer/internal/childtest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -85,8 +86,7 @@ func TestHoldChild(t *testing.T) {
 // with the pipe that ends it when closed.
 func holdChild(t *testing.T, word string, env ...string) (*exec.Cmd, io.WriteCloser, *bytes.Buffer) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestHoldChild$")
-	cmd.Env = append(append(os.Environ(), holdChildEnv+"="+word), env...)
+	cmd := childtest.Command("TestHoldChild", append([]string{holdChildEnv + "=" + word}, env...)...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	in, err := cmd.StdinPipe()

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gotracer/tracer/internal/childtest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -91,8 +92,7 @@ func TestEndingChild(t *testing.T) {
 // ready if sig is not nil, and returns how it ended and its stderr.
 func runEndingChild(t *testing.T, mode, path string, sig os.Signal) (syscall.WaitStatus, string) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestEndingChild$")
-	cmd.Env = append(os.Environ(), endingChildEnv+"="+mode+":"+path)
+	cmd := childtest.Command("TestEndingChild", endingChildEnv+"="+mode+":"+path)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.StdoutPipe()
@@ -143,7 +143,7 @@ func TestIgnoredSignalIsIgnored(t *testing.T) {
 	for _, mode := range []string{"SIGINT ignored", "SIGINT ignored by the parent"} {
 		t.Run(mode, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "trace.json")
-			cmd := exec.Command(os.Args[0], "-test.run=^TestEndingChild$")
+			cmd := childtest.Command("TestEndingChild")
 			if mode == "SIGINT ignored by the parent" {
 				cmd = exec.Command("sh", "-c", `trap '' INT; exec "$0" "$@"`, os.Args[0], "-test.run=^TestEndingChild$")
 			}

@@ -7,13 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/gotracer/tracer/internal/childtest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -51,8 +51,7 @@ func TestShortWritesAreCutBack(t *testing.T) {
 	for _, name := range []string{"trace.json", "trace.json.gz"} {
 		t.Run(name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), name)
-			cmd := exec.Command(os.Args[0], "-test.run=^TestFileSizeLimitChild$", "-test.v")
-			cmd.Env = append(os.Environ(), fsizeChildEnv+"="+path)
+			cmd := childtest.Command("TestFileSizeLimitChild", fsizeChildEnv+"="+path)
 			out, err := cmd.CombinedOutput()
 			require.NoError(t, err, "%s", out)
 			var sinkErrors, events uint64

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -16,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gotracer/tracer/internal/childtest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -214,8 +214,7 @@ func TestGzipCrashChild(t *testing.T) {
 func TestGzipCrashSIGKILL(t *testing.T) {
 	for run := 0; run < 3; run++ {
 		path := filepath.Join(t.TempDir(), "crash.json.gz")
-		cmd := exec.Command(os.Args[0], "-test.run=^TestGzipCrashChild$")
-		cmd.Env = append(os.Environ(), gzipCrashChildEnv+"="+path)
+		cmd := childtest.Command("TestGzipCrashChild", gzipCrashChildEnv+"="+path)
 		out, err := cmd.StdoutPipe()
 		require.NoError(t, err)
 		require.NoError(t, cmd.Start())

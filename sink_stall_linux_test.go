@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gotracer/tracer/internal/childtest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -100,8 +100,7 @@ func TestFullDiskChild(t *testing.T) {
 // the recovery present, and the events lost in the failed writes counted.
 func TestFullDisk(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "full.json")
-	cmd := exec.Command(os.Args[0], "-test.run=^TestFullDiskChild$", "-test.v")
-	cmd.Env = append(os.Environ(), fullDiskEnv+"="+path)
+	cmd := childtest.Command("TestFullDiskChild", fullDiskEnv+"="+path)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

@@ -29,8 +29,8 @@ import (
 
 // Command returns the command that runs test, a test of the calling
 // binary, in a child process with env added to the environment.
-func Command(ctx context.Context, test string, env ...string) *exec.Cmd {
-	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^"+test+"$", "-test.v")
+func Command(test string, env ...string) *exec.Cmd {
+	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$")
 	cmd.Env = append(os.Environ(), env...)
 	return cmd
 }
@@ -46,7 +46,8 @@ func Run(t testing.TB, test string, timeout time.Duration, env ...string) (strin
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	cmd := Command(ctx, test, env...)
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^"+test+"$", "-test.v")
+	cmd.Env = append(os.Environ(), env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
