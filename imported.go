@@ -97,11 +97,11 @@ func attachImported(t any, src imported.Source) (int, int64, error) {
 		// that come a generation late would be cut at the wrong place.
 		return 0, 0, errors.New("tracer: a flight recorder cannot take imported events")
 	}
-	defaults.mu.Lock()
-	for gid, tn := range defaults.names {
+	pkgState.mu.Lock()
+	for gid, tn := range pkgState.names {
 		src.Named(gid, tn.name, tn.hasName, tn.sort, tn.hasSort)
 	}
-	defaults.mu.Unlock()
+	pkgState.mu.Unlock()
 	f.imp.lastGid = 0
 	f.imp.src.Store(&sourceBox{src})
 	return processID, tr.base, nil

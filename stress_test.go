@@ -233,7 +233,7 @@ func TestStartStopCycles(t *testing.T) {
 		require.NoError(t, tr.Close())
 	}
 	assert.LessOrEqual(t, settledGoroutines(goroutines), goroutines, "goroutines left behind")
-	assert.Equal(t, fds, openFDs(t), "file descriptors left open")
+	assert.LessOrEqual(t, openFDs(t), fds, "file descriptors left open (an earlier test may close one meanwhile)")
 	evs := readClosed(t, path)
 	assert.Equal(t, 999.0, find(t, evs, "X", "cycle").Args["i"])
 }

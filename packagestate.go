@@ -12,7 +12,7 @@ import (
 // default tracer that was not given WithCategories. So the package-level
 // SetGoroutineName, SetGoroutineSortIndex and SetCategories also note what
 // they set here, and Start and SetDefault pass it on.
-var defaults struct {
+var pkgState struct {
 	mu         sync.Mutex
 	names      map[uint64]*trackName // by goroutine id, at most maxTrackNames
 	categories []string              // none: every category
@@ -20,20 +20,20 @@ var defaults struct {
 
 // noteName remembers goroutine gid's name (or sort index, if sort).
 func noteName(gid uint64, name string, index int64, sort bool) {
-	defaults.mu.Lock()
-	defer defaults.mu.Unlock()
-	if defaults.names == nil {
-		defaults.names = map[uint64]*trackName{}
+	pkgState.mu.Lock()
+	defer pkgState.mu.Unlock()
+	if pkgState.names == nil {
+		pkgState.names = map[uint64]*trackName{}
 	}
-	tn := defaults.names[gid]
+	tn := pkgState.names[gid]
 	if tn == nil {
-		if len(defaults.names) >= maxTrackNames {
+		if len(pkgState.names) >= maxTrackNames {
 			// Goroutine exits cannot be observed: past the bound, the
 			// oldest ids (the goroutines started first) are forgotten.
 			forgetOldestNames()
 		}
 		tn = &trackName{}
-		defaults.names[gid] = tn
+		pkgState.names[gid] = tn
 	}
 	if sort {
 		tn.sort, tn.hasSort = index, true
@@ -43,36 +43,36 @@ func noteName(gid uint64, name string, index int64, sort bool) {
 }
 
 // forgetOldestNames drops the half of the remembered names with the lowest
-// goroutine ids. Called with defaults.mu held.
+// goroutine ids. Called with pkgState.mu held.
 func forgetOldestNames() {
-	ids := make([]uint64, 0, len(defaults.names))
-	for gid := range defaults.names {
+	ids := make([]uint64, 0, len(pkgState.names))
+	for gid := range pkgState.names {
 		ids = append(ids, gid)
 	}
 	slices.Sort(ids)
 	for _, gid := range ids[:len(ids)/2] {
-		delete(defaults.names, gid)
+		delete(pkgState.names, gid)
 	}
 }
 
 // noteCategories remembers the categories last set for the default tracer.
 func noteCategories(names []string) {
-	defaults.mu.Lock()
-	defer defaults.mu.Unlock()
-	defaults.categories = append([]string(nil), names...)
+	pkgState.mu.Lock()
+	defer pkgState.mu.Unlock()
+	pkgState.categories = append([]string(nil), names...)
 }
 
 // adoptDefaults gives t, about to become the default tracer, the names and
 // categories set through the package-level functions. userCats tells
 // whether t was given WithCategories, which then wins.
 func (t *Tracer) adoptDefaults(userCats bool) {
-	defaults.mu.Lock()
-	names := make(map[uint64]trackName, len(defaults.names))
-	for gid, tn := range defaults.names {
+	pkgState.mu.Lock()
+	names := make(map[uint64]trackName, len(pkgState.names))
+	for gid, tn := range pkgState.names {
 		names[gid] = *tn
 	}
-	cats := defaults.categories
-	defaults.mu.Unlock()
+	cats := pkgState.categories
+	pkgState.mu.Unlock()
 
 	if len(cats) > 0 && !userCats {
 		_ = t.SetCategories(cats...) // checked when they were set
