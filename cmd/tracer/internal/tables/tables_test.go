@@ -1,0 +1,241 @@
+package tables
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gotracer/tracer"
+	"github.com/gotracer/tracer/internal/tracecheck"
+)
+
+// rows is a Sink that keeps every row.
+type rows struct {
+	slices    []Slice
+	counters  []Counter
+	flows     []Flow
+	tracks    []Track
+	threads   []Thread
+	processes []Process
+}
+
+func (r *rows) Slice(s *Slice) error     { r.slices = append(r.slices, *s); return nil }
+func (r *rows) Counter(c *Counter) error { r.counters = append(r.counters, *c); return nil }
+func (r *rows) Flow(f *Flow) error       { r.flows = append(r.flows, *f); return nil }
+func (r *rows) Track(t *Track) error     { r.tracks = append(r.tracks, *t); return nil }
+func (r *rows) Thread(t *Thread) error   { r.threads = append(r.threads, *t); return nil }
+func (r *rows) Process(p *Process) error { r.processes = append(r.processes, *p); return nil }
+
+func build(t *testing.T, maxPending int, paths ...string) (*rows, Report) {
+	t.Helper()
+	r := &rows{}
+	b := NewBuilder(r)
+	b.MaxPending = maxPending
+	require.NoError(t, b.Build(paths, nil))
+	return r, b.Report
+}
+
+// sliceKey is what is compared with trace_processor's slice table: ids
+// differ, so a slice's parent is named by its name and ts.
+const sliceQuery = `SELECT s.ts, s.dur, s.name, s.depth, coalesce(p.name, ''), coalesce(p.ts, -1)
+FROM slice s LEFT JOIN slice p ON p.id = s.parent_id ORDER BY 1, 2, 3, 4;`
+
+func sliceKeys(r *rows) [][]string {
+	byID := map[int64]*Slice{}
+	for i := range r.slices {
+		byID[r.slices[i].ID] = &r.slices[i]
+	}
+	var out [][]string
+	for _, s := range r.slices {
+		pname, pts := "", int64(-1)
+		if s.ParentID != nil {
+			p := byID[*s.ParentID]
+			pname, pts = p.Name, p.TS
+		}
+		out = append(out, []string{fmt.Sprint(s.TS), fmt.Sprint(s.Dur), s.Name, fmt.Sprint(s.Depth), pname, fmt.Sprint(pts)})
+	}
+	slices.SortFunc(out, func(a, b []string) int {
+		for i := range 4 {
+			if c := compareCell(a[i], b[i], i != 2); c != 0 {
+				return c
+			}
+		}
+		return 0
+	})
+	return out
+}
+
+func compareCell(a, b string, num bool) int {
+	if num {
+		var x, y int64
+		fmt.Sscan(a, &x)
+		fmt.Sscan(b, &y)
+		switch {
+		case x < y:
+			return -1
+		case x > y:
+			return 1
+		}
+		return 0
+	}
+	return strings.Compare(a, b)
+}
+
+// writeTrace records a trace with the tracer package: nested spans on
+// goroutines, B/E spans, async operations with children, instants of
+// every scope, counters and flows, with spans sharing a start.
+func writeTrace(t *testing.T, path string) {
+	tr, err := tracer.New(path)
+	require.NoError(t, err)
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			tr.SetGoroutineName(fmt.Sprintf("worker %d", g))
+			endLong := tr.LongSpan("long", tracer.Int("g", g))
+			for i := range 20 {
+				end := tr.Span("request", tracer.String("route", fmt.Sprintf("/r%d", i%3)))
+				f := tr.FlowBegin("job")
+				op := tr.AsyncBegin("op")
+				inner := tr.Span("decode")
+				tr.Instant("mark")
+				deeper := tr.Span("parse")
+				time.Sleep(20 * time.Microsecond)
+				deeper()
+				inner()
+				child := op.Begin("step")
+				tr.Counter("queue", tracer.Int("depth", i), tracer.Int("busy", g))
+				child.End()
+				f.Step()
+				op.End()
+				end2 := tr.Span("store")
+				f.End()
+				end2()
+				end()
+			}
+			tr.InstantProcess("phase")
+			endLong()
+		}()
+	}
+	wg.Wait()
+	tr.InstantGlobal("done")
+	require.NoError(t, tr.Close())
+}
+
+// handWritten is a trace in start order, as other producers write it:
+// B/E pairs, X events written as they begin, an instant at a slice's
+// end (not its child), a B never ended.
+const handWritten = `[
+{"ph":"M","name":"process_name","pid":1,"tid":1,"args":{"name":"hand"}},
+{"ph":"B","name":"a","pid":1,"tid":1,"ts":0},
+{"ph":"X","name":"b","pid":1,"tid":1,"ts":1,"dur":5},
+{"ph":"X","name":"c","pid":1,"tid":1,"ts":1,"dur":2},
+{"ph":"i","name":"at-end","pid":1,"tid":1,"ts":3,"s":"t"},
+{"ph":"E","pid":1,"tid":1,"ts":10},
+{"ph":"X","name":"d","pid":1,"tid":1,"ts":10,"dur":1},
+{"ph":"X","name":"e","pid":1,"tid":2,"ts":4,"dur":4},
+{"ph":"X","name":"f","pid":1,"tid":2,"ts":2,"dur":9},
+{"ph":"B","name":"open","pid":1,"tid":2,"ts":20},
+{"ph":"X","name":"g","pid":1,"tid":2,"ts":21,"dur":1},
+{"ph":"b","name":"op","cat":"c","pid":1,"tid":1,"ts":2,"id2":{"local":"0x1"}},
+{"ph":"b","name":"sub","cat":"c","pid":1,"tid":1,"ts":3,"id2":{"local":"0x1"}},
+{"ph":"n","name":"note","cat":"c","pid":1,"tid":1,"ts":4,"id2":{"local":"0x1"}},
+{"ph":"e","name":"sub","cat":"c","pid":1,"tid":1,"ts":5,"id2":{"local":"0x1"}},
+{"ph":"e","name":"op","cat":"c","pid":1,"tid":1,"ts":6,"id2":{"local":"0x1"}}
+]
+`
+
+// TestSlicesMatchTraceProcessor checks the slice table against
+// trace_processor's for the same files: every slice, its ts, dur, name,
+// depth and parent, for a file the tracer package wrote (children before
+// parents) and one in start order.
+func TestSlicesMatchTraceProcessor(t *testing.T) {
+	dir := t.TempDir()
+	recorded := filepath.Join(dir, "recorded.json")
+	writeTrace(t, recorded)
+	hand := filepath.Join(dir, "hand.json")
+	require.NoError(t, os.WriteFile(hand, []byte(handWritten), 0o644))
+
+	for _, path := range []string{recorded, hand} {
+		t.Run(filepath.Base(path), func(t *testing.T) {
+			want := tracecheck.PerfettoSQL(t, path, sliceQuery)[1:]
+			r, rep := build(t, 0, path)
+			require.Equal(t, want, sliceKeys(r))
+			assert.Zero(t, rep.Unsure)
+			assert.Equal(t, int64(len(want)), rep.Slices)
+		})
+	}
+}
+
+// TestMaxPendingBoundsMemory checks that past MaxPending slices are
+// written before their track is complete, every one of them still
+// written once, and counted as unsure.
+func TestMaxPendingBoundsMemory(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "recorded.json")
+	writeTrace(t, path)
+	all, _ := build(t, 0, path)
+	r, rep := build(t, 10, path)
+	assert.Positive(t, rep.Unsure)
+	assert.Len(t, r.slices, len(all.slices))
+	ids := map[int64]bool{}
+	for _, s := range r.slices {
+		assert.False(t, ids[s.ID], "slice %d written twice", s.ID)
+		ids[s.ID] = true
+	}
+}
+
+// TestCountersAndFlowsMatchTraceProcessor checks the counter and flow
+// tables against trace_processor's: per counter track, its rows and
+// their sum; the arrows, by the names and times of their two slices.
+func TestCountersAndFlowsMatchTraceProcessor(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "recorded.json")
+	writeTrace(t, path)
+	r, rep := build(t, 0, path)
+	assert.Zero(t, rep.UnboundFlows)
+
+	want := tracecheck.PerfettoSQL(t, path, `SELECT t.name, count(*), sum(c.value) FROM counter c JOIN counter_track t ON t.id = c.track_id GROUP BY 1 ORDER BY 1;`)[1:]
+	type agg struct {
+		n   int
+		sum float64
+	}
+	byName := map[string]*agg{}
+	for _, c := range r.counters {
+		if byName[c.Name] == nil {
+			byName[c.Name] = &agg{}
+		}
+		byName[c.Name].n++
+		byName[c.Name].sum += c.Value
+	}
+	var got [][]string
+	for name, a := range byName {
+		got = append(got, []string{name, fmt.Sprint(a.n), fmt.Sprintf("%f", a.sum)})
+	}
+	slices.SortFunc(got, func(a, b []string) int { return strings.Compare(a[0], b[0]) })
+	require.Equal(t, want, got)
+
+	// trace_processor binds a flow event to the slice on top of its
+	// thread's stack, which may have ended before the event (its stack
+	// is popped only when the next slice begins); we bind to the slice
+	// open at the event, as the format says: the arrows are the same,
+	// their ends may differ.
+	want = tracecheck.PerfettoSQL(t, path, `SELECT count(*) FROM flow;`)[1:]
+	require.NotEmpty(t, r.flows)
+	require.Equal(t, want, [][]string{{fmt.Sprint(len(r.flows))}})
+	byID := map[int64]Slice{}
+	for _, s := range r.slices {
+		byID[s.ID] = s
+	}
+	for _, f := range r.flows {
+		o, i := byID[f.SliceOut], byID[f.SliceIn]
+		assert.Contains(t, []string{"request/request", "request/store"}, o.Name+"/"+i.Name)
+	}
+}
