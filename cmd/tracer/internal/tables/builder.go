@@ -189,6 +189,7 @@ func (b *Builder) Add(e *trace.Event) error {
 		}
 		th := b.thread(e)
 		n := b.node(e, ts, e.Dur, th)
+		th.t.xSeen = true
 		return b.place(th.t, n, false)
 	case 'B':
 		th := b.thread(e)
@@ -218,6 +219,7 @@ func (b *Builder) Add(e *trace.Event) error {
 		default:
 			th := b.thread(e)
 			t, utid, upid = th.t, &th.row.Utid, &th.row.Upid
+			t.xSeen = true
 		}
 		n := b.nodeOn(e, ts, 0, t, utid, upid)
 		return b.place(t, n, false)
@@ -320,6 +322,9 @@ func (b *Builder) place(t *track, n *node, begun bool) error {
 		b.Report.Unsure++ // it may enclose a slice already written
 	}
 	b.wait(t)
+	if enclosed(t.roots, n) {
+		t.parents = true
+	}
 	t.roots = insert(t.roots, n)
 	b.pending++
 	if k := t.safe(); k > 0 {

@@ -18,8 +18,9 @@ import (
 // written when no slice still to come can enclose the root:
 //
 //   - on a track whose slices have come in order of their starts (B/E
-//     pairs and instants, or X events written as they begin), a root
-//     that ended before the latest start, with no B open before it;
+//     pairs, or X events written as they begin, which shows once a
+//     parent comes before its child), a root that ended before the
+//     latest start, with no B open before it;
 //   - at the end of the files of its process, every root;
 //   - past Builder.MaxPending slices waiting over all tracks, the
 //     oldest roots of the track that grew, which bounds memory: their
@@ -47,6 +48,12 @@ func before(a, b *node) bool {
 // p's child) and ends in it.
 func contains(p, c *node) bool {
 	return p.row.TS <= c.row.TS && c.end <= p.end && c.row.TS < p.end
+}
+
+// enclosed reports whether a slice of list encloses n.
+func enclosed(list []*node, n *node) bool {
+	i := sort.Search(len(list), func(i int) bool { return before(n, list[i]) })
+	return i > 0 && contains(list[i-1], n)
 }
 
 // insert adds n to the forest list, sorted by start, and returns it.
@@ -85,6 +92,8 @@ type track struct {
 	open  []*node // B events (thread) or b events (async) not yet ended
 
 	ordered  bool  // every slice so far began at or after the one before
+	xSeen    bool  // an X or an instant came, which may come before its parent
+	parents  bool  // a slice came after one that encloses it: parents first
 	maxStart int64 // latest start so far
 	emitted  int64 // latest end of a root written out, MinInt64 before
 
@@ -108,7 +117,9 @@ func (t *track) seeStart(ts int64) {
 // safe returns how many roots at the front can be written: none unless
 // the track has come in start order.
 func (t *track) safe() int {
-	if !t.ordered {
+	if !t.ordered || t.xSeen && !t.parents {
+		// X events in start order look like siblings in end order
+		// until a parent comes after its child or before it.
 		return 0
 	}
 	n := 0

@@ -133,7 +133,9 @@ func writeTrace(t *testing.T, path string) {
 
 // handWritten is a trace in start order, as other producers write it:
 // B/E pairs, X events written as they begin, an instant at a slice's
-// end (not its child), a B never ended.
+// end (not its child), a B never ended; on tid 3, siblings that come
+// in start order before their parent (as the tracer package writes
+// them); on tid 4, X events in start order.
 const handWritten = `[
 {"ph":"M","name":"process_name","pid":1,"tid":1,"args":{"name":"hand"}},
 {"ph":"B","name":"a","pid":1,"tid":1,"ts":0},
@@ -146,6 +148,12 @@ const handWritten = `[
 {"ph":"X","name":"f","pid":1,"tid":2,"ts":2,"dur":9},
 {"ph":"B","name":"open","pid":1,"tid":2,"ts":20},
 {"ph":"X","name":"g","pid":1,"tid":2,"ts":21,"dur":1},
+{"ph":"X","name":"child1","pid":1,"tid":3,"ts":1,"dur":1},
+{"ph":"X","name":"child2","pid":1,"tid":3,"ts":3,"dur":1},
+{"ph":"X","name":"parent","pid":1,"tid":3,"ts":0,"dur":10},
+{"ph":"X","name":"first","pid":1,"tid":4,"ts":0,"dur":10},
+{"ph":"X","name":"inner","pid":1,"tid":4,"ts":1,"dur":1},
+{"ph":"X","name":"next","pid":1,"tid":4,"ts":12,"dur":1},
 {"ph":"b","name":"op","cat":"c","pid":1,"tid":1,"ts":2,"id2":{"local":"0x1"}},
 {"ph":"b","name":"sub","cat":"c","pid":1,"tid":1,"ts":3,"id2":{"local":"0x1"}},
 {"ph":"n","name":"note","cat":"c","pid":1,"tid":1,"ts":4,"id2":{"local":"0x1"}},

@@ -1,0 +1,7 @@
+package main
+
+import (
+	_ "github.com/duckdb/duckdb-go/v2"
+)
+
+func main() {}
