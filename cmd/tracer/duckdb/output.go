@@ -9,6 +9,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	duck "github.com/duckdb/duckdb-go/v2"
 )
 
 // The output formats of Query.
@@ -149,8 +151,11 @@ func (j *jsonWriter) row(vals []any) error {
 		k, _ := json.Marshal(j.cols[i])
 		b = append(b, k...)
 		b = append(b, ':')
-		if raw, ok := v.([]byte); ok {
-			v = string(raw)
+		switch x := v.(type) {
+		case []byte:
+			v = string(x)
+		case duck.Decimal:
+			v = json.Number(x.String()) // exactly, not as a struct
 		}
 		val, err := json.Marshal(v)
 		if err != nil {
