@@ -140,4 +140,3 @@ func TestQueryFormats(t *testing.T) {
 	assert.ErrorContains(t, db.Query(&out, q, "xml"), `unknown format "xml"`)
 	assert.Error(t, db.Query(&out, "SELECT * FROM nowhere", FormatCSV))
 }
-
