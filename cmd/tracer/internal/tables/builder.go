@@ -9,16 +9,17 @@ import (
 )
 
 // DefaultMaxPending is the default Builder.MaxPending.
-const DefaultMaxPending = 1 << 20
+const DefaultMaxPending = 1 << 18
 
 // A Report says what a Builder could not place exactly.
 type Report struct {
 	Events int64 // events read
 	Slices int64 // slice rows written
 
-	// Unsure counts slices written before their track was complete
-	// (past MaxPending, or in a track out of order after a slice was
-	// written): their depth may be short of trace_processor's.
+	// Unsure counts slices written before a slice that encloses them
+	// came (past MaxPending, or in a track out of order): their depth
+	// is short of trace_processor's, and their parent may be wrong. It
+	// is a lower bound (see forest.go).
 	Unsure int64
 	// UnboundFlows counts flow events no slice of their thread encloses:
 	// the viewers draw no arrow from or to them either.
@@ -318,9 +319,7 @@ func (b *Builder) place(t *track, n *node, begun bool) error {
 	if !begun {
 		t.seeStart(n.row.TS)
 	}
-	if n.row.TS < t.emitted {
-		b.Report.Unsure++ // it may enclose a slice already written
-	}
+	b.Report.Unsure += t.enclosesWritten(n)
 	b.wait(t)
 	if enclosed(t.roots, n) {
 		t.parents = true
@@ -328,7 +327,7 @@ func (b *Builder) place(t *track, n *node, begun bool) error {
 	t.roots = insert(t.roots, n)
 	b.pending++
 	if k := t.safe(); k > 0 {
-		if err := b.emit(t, k, false); err != nil {
+		if err := b.emit(t, k); err != nil {
 			return err
 		}
 	}
@@ -337,26 +336,22 @@ func (b *Builder) place(t *track, n *node, begun bool) error {
 		max = DefaultMaxPending
 	}
 	for b.pending > max && len(t.roots) > 0 {
-		if err := b.emit(t, 1, true); err != nil {
+		if err := b.emit(t, 1); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// emit writes the first k roots of t and their subtrees; unsure says
-// more slices may still come around them.
-func (b *Builder) emit(t *track, k int, unsure bool) error {
+// emit writes the first k roots of t and their subtrees.
+func (b *Builder) emit(t *track, k int) error {
 	for _, r := range t.roots[:k] {
-		t.emitted = max(t.emitted, r.end)
 		if err := b.bindFlows(t, r); err != nil {
 			return err
 		}
 		n, err := b.write(r, 0, nil)
 		b.pending -= n
-		if unsure {
-			b.Report.Unsure += int64(n)
-		}
+		t.written(r, n)
 		if err != nil {
 			return err
 		}
@@ -396,7 +391,7 @@ func (b *Builder) EndGroup() error {
 		t.open = nil
 	}
 	for _, t := range b.waiting {
-		if err := b.emit(t, len(t.roots), false); err != nil {
+		if err := b.emit(t, len(t.roots)); err != nil {
 			return err
 		}
 		b.Report.UnboundFlows += int64(len(t.points))

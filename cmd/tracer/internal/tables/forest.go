@@ -23,13 +23,17 @@ import (
 //     latest start, with no B open before it;
 //   - at the end of the files of its process, every root;
 //   - past Builder.MaxPending slices waiting over all tracks, the
-//     oldest roots of the track that grew, which bounds memory: their
-//     depth counts only the ancestors come so far, and Report.Unsure
-//     counts them.
+//     oldest root of the track that grew, which bounds memory.
 //
-// Memory is thus bounded by MaxPending slices (about 200 bytes each),
-// and a file's slices come out with trace_processor's depths as long as
-// the slices under one top-level slice, on all tracks at once, fit in it.
+// A root written early is usually a true top-level slice: a request on
+// a worker's goroutine, which nothing encloses. When a slice comes that
+// encloses roots already written (a span around a goroutine's whole
+// life, longer than MaxPending slices), their depth and parent were
+// written short: a track remembers the extents of its written roots,
+// coalesced to at most maxExtents, and Report.Unsure counts the slices
+// of those a later slice encloses (at least those). Memory is thus
+// bounded by MaxPending slices of about 200 bytes each, and a file's
+// slices come out with trace_processor's depths whenever Unsure is 0.
 
 // A node is a slice waiting for its depth.
 type node struct {
@@ -91,18 +95,19 @@ type track struct {
 	roots []*node
 	open  []*node // B events (thread) or b events (async) not yet ended
 
-	ordered  bool  // every slice so far began at or after the one before
-	xSeen    bool  // an X or an instant came, which may come before its parent
-	parents  bool  // a slice came after one that encloses it: parents first
-	maxStart int64 // latest start so far
-	emitted  int64 // latest end of a root written out, MinInt64 before
+	ordered  bool     // every slice so far began at or after the one before
+	xSeen    bool     // an X or an instant came, which may come before its parent
+	parents  bool     // a slice came after one that encloses it: parents first
+	maxStart int64    // latest start so far
+	extents  []extent // of the roots written, oldest first
+	maxWrite int64    // latest start of a root written, MinInt64 before
 
 	points []*flowPoint // flow events waiting for their slice
 	listed bool         // in Builder.waiting
 }
 
 func newTrack(id int64) *track {
-	return &track{id: id, ordered: true, maxStart: math.MinInt64, emitted: math.MinInt64}
+	return &track{id: id, ordered: true, maxStart: math.MinInt64, maxWrite: math.MinInt64}
 }
 
 // seeStart notes a slice (or B) beginning at ts, in file order.
@@ -136,4 +141,46 @@ func (t *track) safe() int {
 		n++
 	}
 	return n
+}
+
+// maxExtents is the most extents of written roots a track keeps.
+const maxExtents = 64
+
+// An extent is the time covered by roots already written, and how many
+// slices they held.
+type extent struct {
+	start, end int64
+	n          int64
+}
+
+// written notes the root r, holding n slices, written out.
+func (t *track) written(r *node, n int) {
+	t.maxWrite = max(t.maxWrite, r.row.TS)
+	t.extents = append(t.extents, extent{r.row.TS, r.end, int64(n)})
+	if len(t.extents) > maxExtents {
+		// Coalesce the two oldest: a later slice must enclose both to
+		// be counted, so Unsure stays a lower bound.
+		a, b := t.extents[0], t.extents[1]
+		t.extents[1] = extent{min(a.start, b.start), max(a.end, b.end), a.n + b.n}
+		t.extents = t.extents[1:]
+	}
+}
+
+// enclosesWritten returns how many slices already written n encloses,
+// forgetting them so that they count once.
+func (t *track) enclosesWritten(n *node) int64 {
+	if n.row.TS > t.maxWrite {
+		return 0 // began after every written root: the common case
+	}
+	var count int64
+	keep := t.extents[:0]
+	for _, e := range t.extents {
+		if contains(n, &node{row: Slice{TS: e.start}, end: e.end}) {
+			count += e.n
+			continue
+		}
+		keep = append(keep, e)
+	}
+	t.extents = keep
+	return count
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gotracer/tracer"
+	"github.com/gotracer/tracer/cmd/tracer/internal/tracegen"
 	"github.com/gotracer/tracer/internal/tracecheck"
 )
 
@@ -173,12 +174,22 @@ func TestSlicesMatchTraceProcessor(t *testing.T) {
 	hand := filepath.Join(dir, "hand.json")
 	require.NoError(t, os.WriteFile(hand, []byte(handWritten), 0o644))
 
-	for _, path := range []string{recorded, hand} {
-		t.Run(filepath.Base(path), func(t *testing.T) {
-			want := tracecheck.PerfettoSQL(t, path, sliceQuery)[1:]
-			r, rep := build(t, 0, path)
-			require.Equal(t, want, sliceKeys(r))
+	service := tracegen.Generate(t, filepath.Join(dir, "service.json"), 256<<10)
+	for _, tc := range []struct {
+		path       string
+		maxPending int
+	}{
+		{recorded, 0},
+		{hand, 0},
+		// Requests are top-level: written early, past MaxPending, they
+		// still have their depths.
+		{service, 64},
+	} {
+		t.Run(filepath.Base(tc.path), func(t *testing.T) {
+			want := tracecheck.PerfettoSQL(t, tc.path, sliceQuery)[1:]
+			r, rep := build(t, tc.maxPending, tc.path)
 			assert.Zero(t, rep.Unsure)
+			require.Equal(t, want, sliceKeys(r))
 			assert.Equal(t, int64(len(want)), rep.Slices)
 		})
 	}
@@ -186,7 +197,8 @@ func TestSlicesMatchTraceProcessor(t *testing.T) {
 
 // TestMaxPendingBoundsMemory checks that past MaxPending slices are
 // written before their track is complete, every one of them still
-// written once, and counted as unsure.
+// written once, and those a later slice encloses (the goroutines' long
+// spans) counted as unsure.
 func TestMaxPendingBoundsMemory(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "recorded.json")
 	writeTrace(t, path)
