@@ -2,7 +2,9 @@ package tables
 
 import (
 	"bytes"
+	"cmp"
 	"math"
+	"slices"
 	"strconv"
 
 	"github.com/gotracer/tracer/cmd/tracer/internal/trace"
@@ -331,12 +333,46 @@ func (b *Builder) place(t *track, n *node, begun bool) error {
 			return err
 		}
 	}
-	max := b.MaxPending
-	if max <= 0 {
-		max = DefaultMaxPending
+	limit := b.MaxPending
+	if limit <= 0 {
+		limit = DefaultMaxPending
 	}
-	for b.pending > max && len(t.roots) > 0 {
-		if err := b.emit(t, 1); err != nil {
+	if b.pending > limit {
+		return b.writeOldest(limit - limit/4)
+	}
+	return nil
+}
+
+// writeOldest writes the roots that ended first, over all tracks, until
+// at most keep slices wait: those least likely to be enclosed by a slice
+// still to come (a slice in flight on a thread ended recently).
+func (b *Builder) writeOldest(keep int) error {
+	type root struct {
+		end int64
+		n   int
+	}
+	var roots []root
+	for _, t := range b.waiting {
+		for _, r := range t.roots {
+			roots = append(roots, root{r.end, r.size()})
+		}
+	}
+	slices.SortFunc(roots, func(x, y root) int { return cmp.Compare(x.end, y.end) })
+	// The end before which every root is written.
+	left, until := b.pending, int64(math.MinInt64)
+	for _, r := range roots {
+		if left <= keep {
+			break
+		}
+		left -= r.n
+		until = r.end
+	}
+	for _, t := range b.waiting {
+		k := 0
+		for k < len(t.roots) && t.roots[k].end <= until {
+			k++
+		}
+		if err := b.emit(t, k); err != nil {
 			return err
 		}
 	}
@@ -395,7 +431,7 @@ func (b *Builder) EndGroup() error {
 			return err
 		}
 		b.Report.UnboundFlows += int64(len(t.points))
-		t.points = nil
+		t.points, t.nexts = nil, 0
 		t.listed = false
 	}
 	b.waiting = b.waiting[:0]

@@ -1,6 +1,9 @@
 package tables
 
 import (
+	"slices"
+	"sort"
+
 	"github.com/gotracer/tracer/cmd/tracer/internal/trace"
 )
 
@@ -57,55 +60,81 @@ func (b *Builder) flowEvent(e *trace.Event, ph byte, ts int64) error {
 	if ph == 'f' {
 		c.ended = true
 	}
-	t.points = append(t.points, p)
+	at := sort.Search(len(t.points), func(i int) bool { return t.points[i].ts > ts })
+	t.points = slices.Insert(t.points, at, p)
+	if p.next {
+		t.nexts++
+	}
 	b.wait(t)
 	return nil
 }
 
 // bindFlows binds the flow events of t that the root r, about to be
-// written, holds.
+// written, holds: those in its time, and those waiting for the next
+// slice before it. t.points is sorted by ts, so this costs the points
+// bound, not all those waiting.
 func (b *Builder) bindFlows(t *track, r *node) error {
-	keep := t.points[:0]
-	for _, p := range t.points {
-		var n *node
-		switch {
-		case p.next && r.row.TS >= p.ts:
-			n = r
-		case !p.next && r.row.TS <= p.ts && p.ts < r.end:
-			n = r
-			for {
-				var in *node
-				for _, c := range n.children {
-					if c.row.TS <= p.ts && p.ts < c.end {
-						in = c
-					}
+	pts := t.points
+	i := sort.Search(len(pts), func(i int) bool { return pts[i].ts >= r.row.TS })
+	j := i
+	for j < len(pts) && pts[j].ts < r.end {
+		j++
+	}
+	for _, p := range pts[i:j] {
+		n := r
+		for {
+			var in *node
+			for _, c := range n.children {
+				if c.row.TS <= p.ts && p.ts < c.end {
+					in = c
 				}
-				if in == nil {
-					break
-				}
-				n = in
 			}
+			if in == nil {
+				break
+			}
+			n = in
 		}
-		if n == nil {
-			keep = append(keep, p)
-			continue
-		}
-		p.slice = n.row.ID
-		c := p.chain
-		c.waiting--
-		if c.ended && c.waiting == 0 {
-			// Complete: written now, to keep memory per open flow.
-			if err := b.flushChain(c); err != nil {
-				return err
-			}
-			if b.flows[c.key] == c {
-				delete(b.flows, c.key)
-			}
-			c.points = nil
+		if err := b.bind(p, n); err != nil {
+			return err
 		}
 	}
-	clear(t.points[len(keep):])
-	t.points = keep
+	pts = slices.Delete(pts, i, j)
+	if t.nexts > 0 {
+		// An f without "bp":"e" binds to the next slice to begin.
+		keep := pts[:0]
+		for k, p := range pts {
+			if k >= i || !p.next {
+				keep = append(keep, p)
+				continue
+			}
+			t.nexts--
+			if err := b.bind(p, r); err != nil {
+				return err
+			}
+		}
+		clear(pts[len(keep):])
+		pts = keep
+	}
+	t.points = pts
+	return nil
+}
+
+// bind binds p to the slice n, and writes its flow's arrows once all of
+// its events are bound.
+func (b *Builder) bind(p *flowPoint, n *node) error {
+	p.slice = n.row.ID
+	c := p.chain
+	c.waiting--
+	if c.ended && c.waiting == 0 {
+		// Complete: written now, to keep memory per open flow.
+		if err := b.flushChain(c); err != nil {
+			return err
+		}
+		if b.flows[c.key] == c {
+			delete(b.flows, c.key)
+		}
+		c.points = nil
+	}
 	return nil
 }
 

@@ -23,7 +23,8 @@ import (
 //     latest start, with no B open before it;
 //   - at the end of the files of its process, every root;
 //   - past Builder.MaxPending slices waiting over all tracks, the
-//     oldest root of the track that grew, which bounds memory.
+//     roots that ended first, over all tracks, until a quarter of them
+//     are written, which bounds memory.
 //
 // A root written early is usually a true top-level slice: a request on
 // a worker's goroutine, which nothing encloses. When a slice comes that
@@ -102,7 +103,8 @@ type track struct {
 	extents  []extent // of the roots written, oldest first
 	maxWrite int64    // latest start of a root written, MinInt64 before
 
-	points []*flowPoint // flow events waiting for their slice
+	points []*flowPoint // flow events waiting for their slice, by ts
+	nexts  int          // of which bind to the next slice
 	listed bool         // in Builder.waiting
 }
 
