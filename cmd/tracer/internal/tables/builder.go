@@ -269,7 +269,7 @@ func (b *Builder) nodeOn(e *trace.Event, ts, dur int64, t *track, utid, upid *in
 		ID: b.nextSlice, TS: ts, Dur: dur, TrackID: t.id,
 		Category: b.intern(e.Cat), Name: b.intern(e.Name),
 		Utid: utid, Upid: upid,
-	}}
+	}, size: 1}
 	n.row.Args = b.argsOf(e, nil)
 	n.end = math.MaxInt64
 	if dur >= 0 {
@@ -354,7 +354,7 @@ func (b *Builder) writeOldest(keep int) error {
 	var roots []root
 	for _, t := range b.waiting {
 		for _, r := range t.roots {
-			roots = append(roots, root{r.end, r.size()})
+			roots = append(roots, root{r.end, r.size})
 		}
 	}
 	slices.SortFunc(roots, func(x, y root) int { return cmp.Compare(x.end, y.end) })

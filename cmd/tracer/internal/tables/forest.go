@@ -40,6 +40,7 @@ import (
 type node struct {
 	row      Slice
 	end      int64 // math.MaxInt64 for a B never ended
+	size     int   // slices in its subtree, itself included
 	children []*node
 }
 
@@ -67,10 +68,12 @@ func insert(list []*node, n *node) []*node {
 	if i > 0 && contains(list[i-1], n) {
 		p := list[i-1]
 		p.children = insert(p.children, n)
+		p.size += n.size
 		return list
 	}
 	j := i
 	for j < len(list) && contains(n, list[j]) {
+		n.size += list[j].size
 		j++
 	}
 	if j > i {
@@ -78,15 +81,6 @@ func insert(list []*node, n *node) []*node {
 		list = slices.Delete(list, i, j)
 	}
 	return slices.Insert(list, i, n)
-}
-
-// size returns the number of slices in n's subtree.
-func (n *node) size() int {
-	s := 1
-	for _, c := range n.children {
-		s += c.size()
-	}
-	return s
 }
 
 // A track is a timeline of slices: a thread's, an async track, or the

@@ -14,7 +14,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gotracer/tracer"
-	"github.com/gotracer/tracer/cmd/tracer/internal/tracegen"
 	"github.com/gotracer/tracer/internal/tracecheck"
 )
 
@@ -174,7 +173,8 @@ func TestSlicesMatchTraceProcessor(t *testing.T) {
 	hand := filepath.Join(dir, "hand.json")
 	require.NoError(t, os.WriteFile(hand, []byte(handWritten), 0o644))
 
-	service := tracegen.Generate(t, filepath.Join(dir, "service.json"), 256<<10)
+	service := filepath.Join(dir, "service.json")
+	require.NoError(t, os.WriteFile(service, endOrdered(4, 500), 0o644))
 	for _, tc := range []struct {
 		path       string
 		maxPending int
@@ -182,7 +182,7 @@ func TestSlicesMatchTraceProcessor(t *testing.T) {
 		{recorded, 0},
 		{hand, 0},
 		// Requests are top-level: written early, past MaxPending, they
-		// still have their depths.
+		// still have their depths (those that ended first are written).
 		{service, 64},
 	} {
 		t.Run(filepath.Base(tc.path), func(t *testing.T) {
@@ -193,6 +193,27 @@ func TestSlicesMatchTraceProcessor(t *testing.T) {
 			assert.Equal(t, int64(len(want)), rep.Slices)
 		})
 	}
+}
+
+// endOrdered returns a trace of requests on threads, each a request
+// with two children, one of which has a child, written as the tracer
+// package writes them: each slice when it ends, the threads' requests
+// interleaved.
+func endOrdered(threads, requests int) []byte {
+	b := []byte("[\n")
+	x := func(name string, tid, ts, dur int) {
+		b = fmt.Appendf(b, `{"ph":"X","name":%q,"pid":1,"tid":%d,"ts":%d,"dur":%d},`+"\n", name, tid, ts, dur)
+	}
+	for i := range requests {
+		for tid := range threads {
+			at := i*100 + tid
+			x("decode", tid, at+10, 10)
+			x("scan", tid, at+30, 5)
+			x("query", tid, at+25, 20)
+			x("request", tid, at, 90)
+		}
+	}
+	return append(b[:len(b)-2], "\n]\n"...)
 }
 
 // TestMaxPendingBoundsMemory checks that past MaxPending slices are
