@@ -19,6 +19,10 @@ const rowGroup = 128 << 10
 // batch is how many rows are handed to the Parquet writer at once.
 const batch = 4096
 
+// codec compresses the columns: Snappy, which Spark, DuckDB and pandas
+// read, and the fastest of those they all read.
+var codec = &snappy.Codec{}
+
 // The tables, each a directory of dir holding part-NNNNN.parquet files.
 var tableNames = []string{"slice", "counter", "flow", "track", "thread", "process"}
 
@@ -125,11 +129,17 @@ func lazy[T any](t **table[T], path string, r *T) error {
 	return (*t).add(r)
 }
 
-// A table is one Parquet file being written.
+// A table is one Parquet file being written. Its rows are encoded and
+// compressed on a goroutine of its own, a batch at a time, while the
+// trace is read: the two halves of the work take about as long.
 type table[T any] struct {
-	f    *os.File
-	w    *pq.GenericWriter[T]
-	rows []T
+	f     *os.File
+	w     *pq.GenericWriter[T]
+	rows  []T
+	full  chan []T // batches to write
+	free  chan []T // batches written, to reuse
+	done  chan error
+	error error // the writer's, once it stopped
 }
 
 func newTable[T any](path string) (*table[T], error) {
@@ -137,8 +147,35 @@ func newTable[T any](path string) (*table[T], error) {
 	if err != nil {
 		return nil, err
 	}
-	w := pq.NewGenericWriter[T](f, pq.Compression(&snappy.Codec{}), pq.MaxRowsPerRowGroup(rowGroup))
-	return &table[T]{f: f, w: w, rows: make([]T, 0, batch)}, nil
+	t := &table[T]{
+		f:    f,
+		w:    pq.NewGenericWriter[T](f, pq.Compression(codec), pq.MaxRowsPerRowGroup(rowGroup)),
+		rows: make([]T, 0, batch),
+		full: make(chan []T, 2),
+		free: make(chan []T, 3),
+		done: make(chan error, 1),
+	}
+	for range 2 {
+		t.free <- make([]T, 0, batch)
+	}
+	go t.writer()
+	return t, nil
+}
+
+// writer writes the batches sent on full until it is closed, or until a
+// write fails, then says why on done.
+func (t *table[T]) writer() {
+	for rows := range t.full {
+		if _, err := t.w.Write(rows); err != nil {
+			t.done <- err
+			for range t.full {
+			}
+			return
+		}
+		clear(rows)
+		t.free <- rows[:0]
+	}
+	t.done <- t.w.Close()
 }
 
 func (t *table[T]) add(r *T) error {
@@ -149,17 +186,31 @@ func (t *table[T]) add(r *T) error {
 	return nil
 }
 
+// flush hands the rows to the writer.
 func (t *table[T]) flush() error {
-	_, err := t.w.Write(t.rows)
-	clear(t.rows)
-	t.rows = t.rows[:0]
-	return err
+	if len(t.rows) == 0 {
+		return nil
+	}
+	select {
+	case err := <-t.done:
+		t.error = err
+		return err
+	case t.full <- t.rows:
+	}
+	select {
+	case err := <-t.done:
+		t.error = err
+		return err
+	case t.rows = <-t.free:
+	}
+	return nil
 }
 
 func (t *table[T]) close() error {
 	err := t.flush()
-	if err == nil {
-		err = t.w.Close()
+	close(t.full)
+	if t.error == nil {
+		err = errors.Join(err, <-t.done)
 	}
 	return errors.Join(err, t.f.Close())
 }

@@ -22,8 +22,8 @@ type Slice struct {
 	TS       int64   `parquet:"ts"`  // nanoseconds, on the clock of the earliest process
 	Dur      int64   `parquet:"dur"` // nanoseconds; -1 for a span never ended
 	TrackID  int64   `parquet:"track_id"`
-	Category string  `parquet:"category"`
-	Name     string  `parquet:"name"`
+	Category string  `parquet:"category,dict"`
+	Name     string  `parquet:"name,dict"`
 	Depth    int32   `parquet:"depth"`              // 0 for a slice no other slice of its track encloses
 	ParentID *int64  `parquet:"parent_id,optional"` // the enclosing slice one level up
 	Args     *string `parquet:"args,optional"`      // the args object, as JSON text
@@ -78,7 +78,7 @@ type Flow struct {
 	SliceOut int64  `parquet:"slice_out"`
 	SliceIn  int64  `parquet:"slice_in"`
 	Name     string `parquet:"name"`
-	Category string `parquet:"category"`
+	Category string `parquet:"category,dict"`
 }
 
 // A Sink takes the rows a Builder makes. Slices, counters and flows come
