@@ -16,9 +16,6 @@ import (
 // group is buffered whole before it is written, so this bounds memory.
 const rowGroup = 128 << 10
 
-// batch is how many rows are handed to the Parquet writer at once.
-const batch = 4096
-
 // codec compresses the columns: Snappy, which Spark, DuckDB and pandas
 // read, and the fastest of those they all read.
 var codec = &snappy.Codec{}
@@ -129,17 +126,12 @@ func lazy[T any](t **table[T], path string, r *T) error {
 	return (*t).add(r)
 }
 
-// A table is one Parquet file being written. Its rows are encoded and
-// compressed on a goroutine of its own, a batch at a time, while the
-// trace is read: the two halves of the work take about as long.
+// A table is one Parquet file being written: its rows are encoded and
+// compressed on a goroutine of its own (see tables.Pipe).
 type table[T any] struct {
-	f     *os.File
-	w     *pq.GenericWriter[T]
-	rows  []T
-	full  chan []T // batches to write
-	free  chan []T // batches written, to reuse
-	done  chan error
-	error error // the writer's, once it stopped
+	f    *os.File
+	w    *pq.GenericWriter[T]
+	pipe *tables.Pipe[T]
 }
 
 func newTable[T any](path string) (*table[T], error) {
@@ -147,70 +139,20 @@ func newTable[T any](path string) (*table[T], error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &table[T]{
-		f:    f,
-		w:    pq.NewGenericWriter[T](f, pq.Compression(codec), pq.MaxRowsPerRowGroup(rowGroup)),
-		rows: make([]T, 0, batch),
-		full: make(chan []T, 2),
-		free: make(chan []T, 3),
-		done: make(chan error, 1),
-	}
-	for range 2 {
-		t.free <- make([]T, 0, batch)
-	}
-	go t.writer()
+	t := &table[T]{f: f, w: pq.NewGenericWriter[T](f, pq.Compression(codec), pq.MaxRowsPerRowGroup(rowGroup))}
+	t.pipe = tables.NewPipe(func(rows []T) error {
+		_, err := t.w.Write(rows)
+		return err
+	})
 	return t, nil
 }
 
-// writer writes the batches sent on full until it is closed, or until a
-// write fails, then says why on done.
-func (t *table[T]) writer() {
-	for rows := range t.full {
-		if _, err := t.w.Write(rows); err != nil {
-			t.done <- err
-			for range t.full {
-			}
-			return
-		}
-		clear(rows)
-		t.free <- rows[:0]
-	}
-	t.done <- t.w.Close()
-}
-
-func (t *table[T]) add(r *T) error {
-	t.rows = append(t.rows, *r)
-	if len(t.rows) == batch {
-		return t.flush()
-	}
-	return nil
-}
-
-// flush hands the rows to the writer.
-func (t *table[T]) flush() error {
-	if len(t.rows) == 0 {
-		return nil
-	}
-	select {
-	case err := <-t.done:
-		t.error = err
-		return err
-	case t.full <- t.rows:
-	}
-	select {
-	case err := <-t.done:
-		t.error = err
-		return err
-	case t.rows = <-t.free:
-	}
-	return nil
-}
+func (t *table[T]) add(r *T) error { return t.pipe.Add(r) }
 
 func (t *table[T]) close() error {
-	err := t.flush()
-	close(t.full)
-	if t.error == nil {
-		err = errors.Join(err, <-t.done)
+	err := t.pipe.Close()
+	if err == nil {
+		err = t.w.Close()
 	}
 	return errors.Join(err, t.f.Close())
 }
