@@ -46,7 +46,7 @@ type Process struct {
 	Name      string `parquet:"name"`
 	File      string `parquet:"file"`                 // the trace file it came from (the first, for a rotated set)
 	TS0UnixNS *int64 `parquet:"ts0_unix_ns,optional"` // the wall-clock time of its ts 0, when the file has it
-	Offset    int64  `parquet:"offset"`               // ns added to its timestamps to line it up with the others
+	Offset    int64  `parquet:"ts_offset"`            // ns added to its timestamps to line it up with the others
 }
 
 // A Track is a row of the track table: a thread's track, an async
