@@ -35,6 +35,7 @@ func (b *Builder) asyncEvent(e *trace.Event, ph byte, ts int64) error {
 		n := b.nodeOn(e, ts, -1, t, nil, upid)
 		t.seeStart(ts)
 		t.open = append(t.open, n)
+		b.wait(t)
 	case 'e':
 		// The innermost open operation of the same name ends; an e
 		// without a name ends the innermost.

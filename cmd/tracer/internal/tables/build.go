@@ -86,7 +86,10 @@ func (b *Builder) Build(paths []string, begin func(group int) error) error {
 			}
 		}
 		b.BeginGroup(g.Files[0], g.Offset)
-		for _, path := range g.Files {
+		for j, path := range g.Files {
+			if j > 0 {
+				b.nextFile()
+			}
 			if err := b.readFile(path); err != nil {
 				return err
 			}
@@ -95,6 +98,7 @@ func (b *Builder) Build(paths []string, begin func(group int) error) error {
 			return err
 		}
 	}
+	b.carried = nil
 	return b.Close()
 }
 

@@ -57,6 +57,10 @@ type Builder struct {
 	strIDs   map[string]int64
 
 	trackRows []Track
+	// carried holds, at the start of a rotated set's next file, the B
+	// events the files before left open, which the tracer package
+	// writes again at the top of the new file.
+	carried map[*track][]*node
 	waiting   []*track // tracks with slices waiting, in the group
 	pending   int
 
@@ -105,6 +109,29 @@ func (b *Builder) BeginGroup(file string, offset int64) {
 	b.offset = offset
 	b.group++
 	b.file = file
+}
+
+// nextFile notes that the events of the group's next file follow.
+func (b *Builder) nextFile() {
+	b.carried = map[*track][]*node{}
+	for _, t := range b.waiting {
+		if len(t.open) > 0 {
+			b.carried[t] = slices.Clone(t.open)
+		}
+	}
+}
+
+// repeated reports whether a B at ts named name on t repeats one a
+// rotated set's earlier file left open, and forgets that one if so.
+func (b *Builder) repeated(t *track, ts int64, name trace.Str) bool {
+	c := b.carried[t]
+	for i, n := range c {
+		if n.row.TS == ts && n.row.Name == b.intern(name) {
+			b.carried[t] = slices.Delete(c, i, i+1)
+			return true
+		}
+	}
+	return false
 }
 
 // intern returns s decoded, one copy per distinct string.
@@ -196,9 +223,13 @@ func (b *Builder) Add(e *trace.Event) error {
 		return b.place(th.t, n, false)
 	case 'B':
 		th := b.thread(e)
+		if b.repeated(th.t, ts, e.Name) {
+			return nil
+		}
 		n := b.node(e, ts, -1, th)
 		th.t.seeStart(ts)
 		th.t.open = append(th.t.open, n)
+		b.wait(th.t)
 		return nil
 	case 'E':
 		t := b.thread(e).t

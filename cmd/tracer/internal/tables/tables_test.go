@@ -280,3 +280,41 @@ func TestCountersAndFlowsMatchTraceProcessor(t *testing.T) {
 		assert.Contains(t, []string{"request/request", "request/store"}, o.Name+"/"+i.Name)
 	}
 }
+
+// TestOpenAndRotated checks a B never ended, alone on its thread (a
+// slice with dur -1, as in trace_processor), and a rotated set: the B
+// events the tracer package writes again at the top of the next file
+// are one slice, not two.
+func TestOpenAndRotated(t *testing.T) {
+	dir := t.TempDir()
+	alone := filepath.Join(dir, "alone.json")
+	require.NoError(t, os.WriteFile(alone, []byte(`[{"ph":"B","name":"open","pid":1,"tid":9,"ts":5},`+"\n"), 0o644))
+	want := tracecheck.PerfettoSQL(t, alone, sliceQuery)[1:]
+	r, _ := build(t, 0, alone)
+	require.Equal(t, want, sliceKeys(r))
+	require.Len(t, r.slices, 1)
+
+	base := filepath.Join(dir, "rot.json")
+	tr, err := tracer.New(base, tracer.WithMaxFileSize(64<<10))
+	require.NoError(t, err)
+	end := tr.LongSpan("whole run")
+	for i := range 2000 {
+		tr.Span("step", tracer.Int("i", i))()
+	}
+	end()
+	require.NoError(t, tr.Close())
+	files, err := filepath.Glob(filepath.Join(dir, "rot.*json"))
+	require.NoError(t, err)
+	require.Greater(t, len(files), 2, "rotated")
+	r, rep := build(t, 0, files...)
+	var whole []Slice
+	for _, s := range r.slices {
+		assert.GreaterOrEqual(t, s.Dur, int64(0), "%s never ended", s.Name)
+		if s.Name == "whole run" {
+			whole = append(whole, s)
+		}
+	}
+	require.Len(t, whole, 1)
+	assert.Len(t, r.processes, 1, "one process")
+	assert.Equal(t, int64(2001), rep.Slices)
+}
