@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 
 	pq "github.com/parquet-go/parquet-go"
-	"github.com/parquet-go/parquet-go/compress/snappy"
 
 	"github.com/gotracer/tracer/cmd/tracer/internal/tables"
 )
@@ -18,7 +17,7 @@ const rowGroup = 128 << 10
 
 // codec compresses the columns: Snappy, which Spark, DuckDB and pandas
 // read, and the fastest of those they all read.
-var codec = &snappy.Codec{}
+var codec = &fastSnappy{}
 
 // The tables, each a directory of dir holding part-NNNNN.parquet files.
 var tableNames = []string{"slice", "counter", "flow", "track", "thread", "process"}

@@ -61,14 +61,19 @@ type Builder struct {
 	// events the files before left open, which the tracer package
 	// writes again at the top of the new file.
 	carried map[*track][]*node
-	waiting   []*track // tracks with slices waiting, in the group
-	pending   int
+	waiting []*track // tracks with slices waiting, in the group
+	pending int
 
 	nextSlice, nextTrack, nextCounter, nextFlow, nextUtid, nextUpid int64
 
-	key     []byte
-	args    []byte
-	counter Counter
+	key    []byte
+	args   []byte
+	oldest []oldRoot // writeOldest's, reused
+
+	lastThread *thread // the thread of the last event with numeric ids
+	lastPid    int64
+	lastGroup  int
+	counter    Counter
 }
 
 type procKey struct {
@@ -179,6 +184,10 @@ func (b *Builder) process(pid trace.Num) *proc {
 }
 
 func (b *Builder) thread(e *trace.Event) *thread {
+	if b.lastThread != nil && e.Pid.Kind == trace.NumInt && e.Tid.Kind == trace.NumInt &&
+		e.Pid.Int == b.lastPid && e.Tid.Int == b.lastThread.row.Tid && b.lastGroup == b.group {
+		return b.lastThread // most events are on the thread of the one before
+	}
 	p := b.process(e.Pid)
 	k := threadKey{p.row.Upid, b.num(e.Tid)}
 	t := b.threads[k]
@@ -189,6 +198,9 @@ func (b *Builder) thread(e *trace.Event) *thread {
 		t.t = b.newTrack("", "thread", &t.row.Utid, &t.row.Upid)
 		b.threads[k] = t
 		b.thrList = append(b.thrList, t)
+	}
+	if e.Pid.Kind == trace.NumInt && e.Tid.Kind == trace.NumInt {
+		b.lastThread, b.lastPid, b.lastGroup = t, e.Pid.Int, b.group
 	}
 	return t
 }
@@ -301,7 +313,7 @@ func (b *Builder) nodeOn(e *trace.Event, ts, dur int64, t *track, utid, upid *in
 		Category: b.intern(e.Cat), Name: b.intern(e.Name),
 		Utid: utid, Upid: upid,
 	}, size: 1}
-	n.row.Args = b.argsOf(e, nil)
+	n.args = b.argsOf(e, "")
 	n.end = math.MaxInt64
 	if dur >= 0 {
 		n.end = ts + dur
@@ -310,14 +322,14 @@ func (b *Builder) nodeOn(e *trace.Event, ts, dur int64, t *track, utid, upid *in
 }
 
 // argsOf returns e's args as a JSON object, merged after prev (the
-// args of a B, for its E), or nil if there are none.
-func (b *Builder) argsOf(e *trace.Event, prev *string) *string {
+// args of a B, for its E), or "" if there are none.
+func (b *Builder) argsOf(e *trace.Event, prev string) string {
 	if len(e.Args) == 0 {
 		return prev
 	}
 	b.args = b.args[:0]
-	if prev != nil {
-		b.args = append(b.args, (*prev)[:len(*prev)-1]...)
+	if prev != "" {
+		b.args = append(b.args, prev[:len(prev)-1]...)
 		b.args = append(b.args, ',')
 	} else {
 		b.args = append(b.args, '{')
@@ -332,8 +344,7 @@ func (b *Builder) argsOf(e *trace.Event, prev *string) *string {
 		b.args = append(b.args, bytes.TrimSpace(a.Value)...)
 	}
 	b.args = append(b.args, '}')
-	s := string(b.args)
-	return &s
+	return string(b.args)
 }
 
 // end ends the open slice n at ts, with the args of its end event e.
@@ -343,7 +354,7 @@ func (b *Builder) end(n *node, ts int64, e *trace.Event) {
 	}
 	n.end = ts
 	n.row.Dur = ts - n.row.TS
-	n.row.Args = b.argsOf(e, n.row.Args)
+	n.args = b.argsOf(e, n.args)
 }
 
 // place puts the completed slice n on t and writes what can be written.
@@ -369,26 +380,29 @@ func (b *Builder) place(t *track, n *node, begun bool) error {
 		limit = DefaultMaxPending
 	}
 	if b.pending > limit {
-		return b.writeOldest(limit - limit/4)
+		return b.writeOldest(limit / 2)
 	}
 	return nil
+}
+
+// An oldRoot is a root waiting, for writeOldest.
+type oldRoot struct {
+	end int64
+	n   int
 }
 
 // writeOldest writes the roots that ended first, over all tracks, until
 // at most keep slices wait: those least likely to be enclosed by a slice
 // still to come (a slice in flight on a thread ended recently).
 func (b *Builder) writeOldest(keep int) error {
-	type root struct {
-		end int64
-		n   int
-	}
-	var roots []root
+	roots := b.oldest[:0]
 	for _, t := range b.waiting {
 		for _, r := range t.roots {
-			roots = append(roots, root{r.end, r.size})
+			roots = append(roots, oldRoot{r.end, r.size})
 		}
 	}
-	slices.SortFunc(roots, func(x, y root) int { return cmp.Compare(x.end, y.end) })
+	slices.SortFunc(roots, func(x, y oldRoot) int { return cmp.Compare(x.end, y.end) })
+	b.oldest = roots
 	// The end before which every root is written.
 	left, until := b.pending, int64(math.MinInt64)
 	for _, r := range roots {
@@ -432,6 +446,9 @@ func (b *Builder) emit(t *track, k int) error {
 // it wrote.
 func (b *Builder) write(n *node, depth int32, parent *int64) (int, error) {
 	n.row.Depth, n.row.ParentID = depth, parent
+	if n.args != "" {
+		n.row.Args = &n.args
+	}
 	if err := b.sink.Slice(&n.row); err != nil {
 		return 0, err
 	}

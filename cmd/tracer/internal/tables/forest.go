@@ -23,8 +23,8 @@ import (
 //     latest start, with no B open before it;
 //   - at the end of the files of its process, every root;
 //   - past Builder.MaxPending slices waiting over all tracks, the
-//     roots that ended first, over all tracks, until a quarter of them
-//     are written, which bounds memory.
+//     roots that ended first, over all tracks, until half of them are
+//     written, which bounds memory.
 //
 // A root written early is usually a true top-level slice: a request on
 // a worker's goroutine, which nothing encloses. When a slice comes that
@@ -39,8 +39,9 @@ import (
 // A node is a slice waiting for its depth.
 type node struct {
 	row      Slice
-	end      int64 // math.MaxInt64 for a B never ended
-	size     int   // slices in its subtree, itself included
+	end      int64  // math.MaxInt64 for a B never ended
+	size     int    // slices in its subtree, itself included
+	args     string // row.Args, set when it is written
 	children []*node
 }
 
@@ -158,7 +159,7 @@ func (t *track) written(r *node, n int) {
 		// be counted, so Unsure stays a lower bound.
 		a, b := t.extents[0], t.extents[1]
 		t.extents[1] = extent{min(a.start, b.start), max(a.end, b.end), a.n + b.n}
-		t.extents = t.extents[1:]
+		t.extents = t.extents[:copy(t.extents, t.extents[1:])]
 	}
 }
 
