@@ -17,7 +17,8 @@ import (
 // A DB is an in-memory DuckDB database holding the tables of traces.
 type DB struct {
 	*sql.DB
-	conn driver.Conn // the connection the appenders use
+	conn  driver.Conn // the connection of the appenders but the slices'
+	slice driver.Conn // the slices' appender's: it runs on a goroutine of its own
 }
 
 // Open returns an empty in-memory database.
@@ -26,17 +27,26 @@ func Open() (*DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	conn, err := c.Connect(context.Background())
+	db := &DB{DB: sql.OpenDB(c)}
+	if db.conn, err = c.Connect(context.Background()); err == nil {
+		db.slice, err = c.Connect(context.Background())
+	}
 	if err != nil {
-		c.Close()
+		db.Close()
 		return nil, err
 	}
-	return &DB{DB: sql.OpenDB(c), conn: conn}, nil
+	return db, nil
 }
 
 // Close closes the database.
 func (db *DB) Close() error {
-	return errors.Join(db.conn.Close(), db.DB.Close())
+	var errs []error
+	for _, c := range []driver.Conn{db.conn, db.slice} {
+		if c != nil {
+			errs = append(errs, c.Close())
+		}
+	}
+	return errors.Join(append(errs, db.DB.Close())...)
 }
 
 // rowTypes are the tables, by name, in the order they are created.
@@ -89,28 +99,51 @@ func createTable(name string, t reflect.Type) string {
 // (created here), as a stream.
 func (db *DB) Load(paths []string) (tables.Report, error) {
 	s := &sink{}
+	defer func() {
+		for _, a := range s.app {
+			a.Close()
+		}
+	}()
 	for _, rt := range rowTypes {
 		if _, err := db.Exec(createTable(rt.name, rt.typ)); err != nil {
 			return tables.Report{}, err
 		}
-		a, err := duck.NewAppenderFromConn(db.conn, "", rt.name)
+		conn := db.conn
+		if rt.name == "slice" {
+			conn = db.slice
+		}
+		a, err := duck.NewAppenderFromConn(conn, "", rt.name)
 		if err != nil {
 			return tables.Report{}, err
 		}
 		s.app = append(s.app, a)
 	}
+	slices := s.app[0]
+	s.slices = tables.NewPipe(func(rows []tables.Slice) error {
+		for i := range rows {
+			r := &rows[i]
+			if err := slices.AppendRow(r.ID, r.TS, r.Dur, r.TrackID, r.Category, r.Name, r.Depth, null(r.ParentID), null(r.Args), null(r.Utid), null(r.Upid)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 	b := tables.NewBuilder(s)
-	err := b.Build(paths, nil)
+	err := errors.Join(b.Build(paths, nil), s.slices.Close())
 	for _, a := range s.app {
 		err = errors.Join(err, a.Close())
 	}
+	s.app = nil
 	return b.Report, err
 }
 
 // A sink appends rows to the tables, through one Appender per table in
-// the order of rowTypes.
+// the order of rowTypes. The slices, most of the rows, are appended on a
+// goroutine of their own (see tables.Pipe), on a connection of their
+// own: appending a row costs about as much as reading it.
 type sink struct {
-	app []*duck.Appender
+	app    []*duck.Appender
+	slices *tables.Pipe[tables.Slice]
 }
 
 // null returns p's value, or nil for a NULL.
@@ -121,9 +154,7 @@ func null[T any](p *T) driver.Value {
 	return *p
 }
 
-func (s *sink) Slice(r *tables.Slice) error {
-	return s.app[0].AppendRow(r.ID, r.TS, r.Dur, r.TrackID, r.Category, r.Name, r.Depth, null(r.ParentID), null(r.Args), null(r.Utid), null(r.Upid))
-}
+func (s *sink) Slice(r *tables.Slice) error { return s.slices.Add(r) }
 
 func (s *sink) Counter(r *tables.Counter) error {
 	return s.app[1].AppendRow(r.ID, r.TS, r.TrackID, r.Value, r.Name, r.Upid)
