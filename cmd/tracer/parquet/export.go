@@ -3,6 +3,7 @@ package parquet
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -33,6 +34,8 @@ func Export(dir string, paths []string, maxPending int) (tables.Report, error) {
 			return tables.Report{}, fmt.Errorf("%s already holds a %s table: export to a new directory", dir, name)
 		}
 	}
+	_, statErr := os.Stat(dir)
+	made := errors.Is(statErr, fs.ErrNotExist)
 	for _, name := range tableNames {
 		if err := os.MkdirAll(filepath.Join(dir, name), 0o755); err != nil {
 			return tables.Report{}, err
@@ -41,8 +44,18 @@ func Export(dir string, paths []string, maxPending int) (tables.Report, error) {
 	s := &sink{dir: dir}
 	b := tables.NewBuilder(s)
 	b.MaxPending = maxPending
-	err := b.Build(paths, s.begin)
-	return b.Report, errors.Join(err, s.close())
+	err := errors.Join(b.Build(paths, s.begin), s.close())
+	if err != nil {
+		// Half a table is worse than none: the directories are ours
+		// (they did not exist), and a new export can then be run.
+		for _, name := range tableNames {
+			os.RemoveAll(filepath.Join(dir, name))
+		}
+		if made {
+			os.Remove(dir)
+		}
+	}
+	return b.Report, err
 }
 
 // A sink writes the rows of the tables to Parquet files.
@@ -90,10 +103,15 @@ func (s *sink) closeParts() error {
 
 func (s *sink) close() error {
 	errs := []error{s.closeParts()}
-	for _, t := range []interface{ close() error }{s.tracks, s.threads, s.processes} {
-		if t != nil {
-			errs = append(errs, t.close())
-		}
+	// Made at the end only: nil if the export failed before.
+	if s.tracks != nil {
+		errs = append(errs, s.tracks.close())
+	}
+	if s.threads != nil {
+		errs = append(errs, s.threads.close())
+	}
+	if s.processes != nil {
+		errs = append(errs, s.processes.close())
 	}
 	return errors.Join(errs...)
 }

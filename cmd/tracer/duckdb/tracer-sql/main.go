@@ -44,6 +44,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		return 2
 	}
+	switch *format {
+	case duckdb.FormatTable, duckdb.FormatCSV, duckdb.FormatJSON:
+	default:
+		fmt.Fprintf(stderr, "tracer sql: unknown format %q: table, csv or json\n", *format)
+		return 2
+	}
 	if fs.NArg() == 0 {
 		// No file is fine: DuckDB reads Parquet and CSV files itself.
 		fmt.Fprintln(stderr, "tracer sql: want the trace files, then the query")
