@@ -10,6 +10,8 @@
 //	tracer merge -o OUT [-offset FILE=DURATION]... [-q] FILE...
 //	tracer stats [-top N] [-sort KEY] [-json] [-q] FILE
 //	tracer import-go [-align SPANS] [-o OUT] TRACE
+//	tracer export -format parquet -o DIR FILE...
+//	tracer sql [-format table|csv|json] FILE... 'QUERY'
 //
 // check reads each file the way Perfetto and chrome://tracing do and
 // prints every problem they would trip on, as FILE:LINE: explanation. It
@@ -35,6 +37,11 @@
 //
 // import-go converts a Go execution trace to a trace file by running
 // tracer-import-go, from the goruntime module (see docs/goruntime.md).
+//
+// export writes the files' events as tables (slice, thread, process,
+// track, counter, flow) of Parquet files, and sql runs SQL over those
+// tables in an embedded DuckDB, by running tracer-export and tracer-sql
+// from their own modules (see docs/analysis.md).
 //
 // Every subcommand reads its input in one pass, in memory bounded by the
 // number of tracks, span names and open spans, never by the number of
@@ -72,6 +79,8 @@ const usage = `usage:
   tracer merge -o OUT [-offset FILE=DURATION]... [-q] FILE...
   tracer stats [-top N] [-sort KEY] [-json] [-q] FILE
   tracer import-go [-align SPANS] [-o OUT] TRACE   (runs tracer-import-go)
+  tracer export -format parquet -o DIR FILE...     (runs tracer-export)
+  tracer sql [-format table|csv|json] FILE... 'QUERY'   (runs tracer-sql)
 Run 'tracer COMMAND -h' for a command's options.`
 
 func main() {
@@ -91,6 +100,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		"stats":  runStats,
 
 		"import-go": runImportGo,
+		"export":    runExport,
+		"sql":       runSQL,
 	}
 	cmd, ok := cmds[args[0]]
 	switch {

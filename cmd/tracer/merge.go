@@ -20,10 +20,6 @@ import (
 // already uses: Linux pids stay below 2^22, so these cannot be real.
 const remapBase = 1 << 22
 
-// headEvents is how many events of each file merge reads, before the
-// merge itself, to find its wall-clock anchor.
-const headEvents = 1000
-
 // offsets is the -offset flag: FILE=DURATION, repeatable.
 type offsets map[string]time.Duration
 
@@ -149,33 +145,11 @@ func planMerge(paths []string, offs offsets) ([]*mergeFile, int64, error) {
 	return files, base, nil
 }
 
-// readAnchor reads the first events of f for a process_name with a
-// ts0_unix_ns.
+// readAnchor reads the first events of f for its anchor.
 func readAnchor(f *mergeFile) error {
-	in, err := openInput(f.path, true, nil)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	for range headEvents {
-		ev, err := in.r.Next()
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("%s: %w", f.path, err)
-		}
-		if ev.Phase() != 'M' || string(ev.Name.Raw) != "process_name" || ev.Pid.Kind != trace.NumInt {
-			continue
-		}
-		if a := ev.Arg("ts0_unix_ns"); a != nil && a.IsNum {
-			f.pid = ev.Pid.Int
-			f.anchor, _ = strconv.ParseInt(string(a.Value), 10, 64)
-			f.hasAnchor = true
-			return nil
-		}
-	}
-	return nil
+	a, err := trace.ReadAnchor(f.path)
+	f.pid, f.anchor, f.hasAnchor = a.Pid, a.UnixNS, a.OK
+	return err
 }
 
 // An openB is a B event without its E yet, in a merge.

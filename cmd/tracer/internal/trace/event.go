@@ -37,6 +37,7 @@ type Event struct {
 	IDLocal bool   // the id came from id2.local: the async track is the process's
 	Scope   Str
 	BP      Str
+	S       Str // an instant's scope: "g" (global), "p" (process) or "t"
 
 	Args []Arg // the top-level members of args, in order
 

@@ -1,0 +1,177 @@
+package duckdb
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+
+	duck "github.com/duckdb/duckdb-go/v2"
+
+	"github.com/gotracer/tracer/cmd/tracer/internal/tables"
+)
+
+// A DB is an in-memory DuckDB database holding the tables of traces.
+type DB struct {
+	*sql.DB
+	conn  driver.Conn // the connection of the appenders but the slices'
+	slice driver.Conn // the slices' appender's: it runs on a goroutine of its own
+}
+
+// Open returns an empty in-memory database.
+func Open() (*DB, error) {
+	c, err := duck.NewConnector("", nil)
+	if err != nil {
+		return nil, err
+	}
+	db := &DB{DB: sql.OpenDB(c)}
+	if db.conn, err = c.Connect(context.Background()); err == nil {
+		db.slice, err = c.Connect(context.Background())
+	}
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+// Close closes the database.
+func (db *DB) Close() error {
+	var errs []error
+	for _, c := range []driver.Conn{db.conn, db.slice} {
+		if c != nil {
+			errs = append(errs, c.Close())
+		}
+	}
+	return errors.Join(append(errs, db.DB.Close())...)
+}
+
+// rowTypes are the tables, by name, in the order they are created.
+var rowTypes = []struct {
+	name string
+	typ  reflect.Type
+}{
+	{"slice", reflect.TypeFor[tables.Slice]()},
+	{"counter", reflect.TypeFor[tables.Counter]()},
+	{"flow", reflect.TypeFor[tables.Flow]()},
+	{"track", reflect.TypeFor[tables.Track]()},
+	{"thread", reflect.TypeFor[tables.Thread]()},
+	{"process", reflect.TypeFor[tables.Process]()},
+}
+
+// createTable returns the CREATE TABLE statement of a row type, its
+// columns named as in its parquet tags, so that both outputs agree.
+func createTable(name string, t reflect.Type) string {
+	var cols []string
+	for i := range t.NumField() {
+		f := t.Field(i)
+		col, _, _ := strings.Cut(f.Tag.Get("parquet"), ",")
+		typ := f.Type
+		null := typ.Kind() == reflect.Pointer
+		if null {
+			typ = typ.Elem()
+		}
+		var sqlType string
+		switch typ.Kind() {
+		case reflect.Int64:
+			sqlType = "BIGINT"
+		case reflect.Int32:
+			sqlType = "INTEGER"
+		case reflect.Float64:
+			sqlType = "DOUBLE"
+		case reflect.String:
+			sqlType = "VARCHAR"
+		default:
+			panic("tables: a column of type " + typ.String())
+		}
+		if !null {
+			sqlType += " NOT NULL"
+		}
+		cols = append(cols, fmt.Sprintf("%q %s", col, sqlType))
+	}
+	return fmt.Sprintf("CREATE TABLE %q (%s)", name, strings.Join(cols, ", "))
+}
+
+// Load reads the trace files at paths into the database's tables
+// (created here), as a stream.
+func (db *DB) Load(paths []string) (tables.Report, error) {
+	s := &sink{}
+	defer func() {
+		for _, a := range s.app {
+			a.Close()
+		}
+	}()
+	for _, rt := range rowTypes {
+		if _, err := db.Exec(createTable(rt.name, rt.typ)); err != nil {
+			return tables.Report{}, err
+		}
+		conn := db.conn
+		if rt.name == "slice" {
+			conn = db.slice
+		}
+		a, err := duck.NewAppenderFromConn(conn, "", rt.name)
+		if err != nil {
+			return tables.Report{}, err
+		}
+		s.app = append(s.app, a)
+	}
+	slices := s.app[0]
+	s.slices = tables.NewPipe(func(rows []tables.Slice) error {
+		for i := range rows {
+			r := &rows[i]
+			if err := slices.AppendRow(r.ID, r.TS, r.Dur, r.TrackID, r.Category, r.Name, r.Depth, null(r.ParentID), null(r.Args), null(r.Utid), null(r.Upid)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	b := tables.NewBuilder(s)
+	err := errors.Join(b.Build(paths, nil), s.slices.Close())
+	for _, a := range s.app {
+		err = errors.Join(err, a.Close())
+	}
+	s.app = nil
+	return b.Report, err
+}
+
+// A sink appends rows to the tables, through one Appender per table in
+// the order of rowTypes. The slices, most of the rows, are appended on a
+// goroutine of their own (see tables.Pipe), on a connection of their
+// own: appending a row costs about as much as reading it.
+type sink struct {
+	app    []*duck.Appender
+	slices *tables.Pipe[tables.Slice]
+}
+
+// null returns p's value, or nil for a NULL.
+func null[T any](p *T) driver.Value {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
+
+func (s *sink) Slice(r *tables.Slice) error { return s.slices.Add(r) }
+
+func (s *sink) Counter(r *tables.Counter) error {
+	return s.app[1].AppendRow(r.ID, r.TS, r.TrackID, r.Value, r.Name, r.Upid)
+}
+
+func (s *sink) Flow(r *tables.Flow) error {
+	return s.app[2].AppendRow(r.ID, r.SliceOut, r.SliceIn, r.Name, r.Category)
+}
+
+func (s *sink) Track(r *tables.Track) error {
+	return s.app[3].AppendRow(r.ID, r.Name, r.Type, null(r.Utid), null(r.Upid))
+}
+
+func (s *sink) Thread(r *tables.Thread) error {
+	return s.app[4].AppendRow(r.Utid, r.Tid, r.Name, r.Upid)
+}
+
+func (s *sink) Process(r *tables.Process) error {
+	return s.app[5].AppendRow(r.Upid, r.Pid, r.Name, r.File, null(r.TS0UnixNS), r.Offset)
+}

@@ -1,0 +1,127 @@
+package tables
+
+import (
+	"cmp"
+	"fmt"
+	"io"
+	"math"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+
+	"github.com/gotracer/tracer/cmd/tracer/internal/trace"
+)
+
+// A Group is the files of one process: one file, or the files of a
+// rotated set (which share their pid and anchor), oldest first.
+type Group struct {
+	Files  []string
+	Offset int64 // nanoseconds added to its timestamps
+}
+
+var rotated = regexp.MustCompile(`\.(\d{6})\.[^/]*$`)
+
+// Plan reads the start of each file for its wall-clock anchor (see
+// trace.ReadAnchor) and returns the groups to read, in the order of
+// their first file, each shifted so that every anchored process lines up
+// on the clock of the earliest, as "tracer merge" does.
+func Plan(paths []string) ([]Group, error) {
+	type file struct {
+		path  string
+		seq   int
+		group int
+	}
+	var files []file
+	var groups []Group
+	var anchors []trace.Anchor
+	byAnchor := map[trace.Anchor]int{}
+	base, anchored := int64(0), false
+	for _, path := range paths {
+		a, err := trace.ReadAnchor(path)
+		if err != nil {
+			return nil, err
+		}
+		f := file{path: path, seq: math.MaxInt, group: len(groups)}
+		if m := rotated.FindStringSubmatch(filepath.Base(path)); m != nil {
+			f.seq, _ = strconv.Atoi(m[1])
+		}
+		if g, ok := byAnchor[a]; ok && a.OK {
+			f.group = g
+		} else {
+			byAnchor[a] = f.group
+			groups = append(groups, Group{})
+			anchors = append(anchors, a)
+		}
+		if a.OK && (!anchored || a.UnixNS < base) {
+			base, anchored = a.UnixNS, true
+		}
+		files = append(files, f)
+	}
+	slices.SortStableFunc(files, func(a, b file) int { return cmp.Compare(a.seq, b.seq) })
+	for _, f := range files {
+		groups[f.group].Files = append(groups[f.group].Files, f.path)
+	}
+	for i, a := range anchors {
+		if a.OK {
+			groups[i].Offset = a.UnixNS - base
+		}
+	}
+	return groups, nil
+}
+
+// Build reads the files at paths, group by group (see Plan), and hands
+// the rows of their tables to the Builder's Sink; before each group it
+// calls begin, if not nil, with the group's number from 0, for a Sink
+// that partitions its output by process.
+func (b *Builder) Build(paths []string, begin func(group int) error) error {
+	groups, err := Plan(paths)
+	if err != nil {
+		return err
+	}
+	for i, g := range groups {
+		if begin != nil {
+			if err := begin(i); err != nil {
+				return err
+			}
+		}
+		b.BeginGroup(g.Files[0], g.Offset)
+		for j, path := range g.Files {
+			if j > 0 {
+				b.nextFile()
+			}
+			if err := b.readFile(path); err != nil {
+				return err
+			}
+		}
+		if err := b.EndGroup(); err != nil {
+			return err
+		}
+	}
+	b.carried = nil
+	return b.Close()
+}
+
+// readFile adds the events of the file at path. Damage the viewers
+// tolerate (a torn last line, a cut gzip member) ends the events read;
+// events that are not valid JSON are skipped, as the viewers skip them.
+func (b *Builder) readFile(path string) error {
+	src, err := trace.Open(path)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	r := trace.NewReader(src.Reader())
+	for {
+		ev, err := r.Next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		if err := b.Add(ev); err != nil {
+			return err
+		}
+	}
+}

@@ -1,0 +1,533 @@
+package tables
+
+import (
+	"bytes"
+	"cmp"
+	"math"
+	"slices"
+	"strconv"
+
+	"github.com/gotracer/tracer/cmd/tracer/internal/trace"
+)
+
+// DefaultMaxPending is the default Builder.MaxPending.
+const DefaultMaxPending = 1 << 18
+
+// A Report says what a Builder could not place exactly.
+type Report struct {
+	Events int64 // events read
+	Slices int64 // slice rows written
+
+	// Unsure counts slices written before a slice that encloses them
+	// came (past MaxPending, or in a track out of order): their depth
+	// is short of trace_processor's, and their parent may be wrong. It
+	// is a lower bound (see forest.go).
+	Unsure int64
+	// UnboundFlows counts flow events no slice of their thread encloses:
+	// the viewers draw no arrow from or to them either.
+	UnboundFlows int64
+}
+
+// A Builder makes the rows of the tables from the events of one process
+// group (the files of one process, or of several processes read
+// together) at a time. Use it as NewBuilder, then Add each event of the
+// group and EndGroup, for each group, then Close.
+type Builder struct {
+	// MaxPending bounds the slices kept waiting for their depth (see
+	// forest.go); 0 means DefaultMaxPending.
+	MaxPending int
+
+	Report Report
+
+	sink   Sink
+	offset int64  // added to every ts of the group
+	group  int    // the group's number, from 1
+	file   string // the group's first file
+
+	strs     map[string]string
+	procs    map[procKey]*proc
+	procList []*proc
+	threads  map[threadKey]*thread
+	thrList  []*thread
+	async    map[string]*track
+	named    map[string]*track // instants of a process or of the trace
+	counters map[string]counterTrack
+	flows    map[string]*flowChain
+	retired  []*flowChain // replaced by a new flow of their id, not complete
+	strIDs   map[string]int64
+
+	trackRows []Track
+	// carried holds, at the start of a rotated set's next file, the B
+	// events the files before left open, which the tracer package
+	// writes again at the top of the new file.
+	carried map[*track][]*node
+	waiting []*track // tracks with slices waiting, in the group
+	pending int
+
+	nextSlice, nextTrack, nextCounter, nextFlow, nextUtid, nextUpid int64
+
+	key    []byte
+	args   []byte
+	oldest []oldRoot // writeOldest's, reused
+
+	lastThread *thread // the thread of the last event with numeric ids
+	lastPid    int64
+	lastGroup  int
+	counter    Counter
+}
+
+type procKey struct {
+	group int
+	pid   int64
+}
+
+type proc struct{ row Process }
+
+type threadKey struct {
+	upid, tid int64
+}
+
+type thread struct {
+	row   Thread
+	t     *track
+	track int // its row in trackRows, named at Close
+}
+
+// NewBuilder returns a Builder that hands its rows to s.
+func NewBuilder(s Sink) *Builder {
+	return &Builder{
+		sink:     s,
+		strs:     map[string]string{},
+		procs:    map[procKey]*proc{},
+		threads:  map[threadKey]*thread{},
+		async:    map[string]*track{},
+		named:    map[string]*track{},
+		counters: map[string]counterTrack{},
+		flows:    map[string]*flowChain{},
+		strIDs:   map[string]int64{},
+	}
+}
+
+// BeginGroup starts the events of a group read from file, whose
+// timestamps are shifted by offset nanoseconds.
+func (b *Builder) BeginGroup(file string, offset int64) {
+	b.offset = offset
+	b.group++
+	b.file = file
+}
+
+// nextFile notes that the events of the group's next file follow.
+func (b *Builder) nextFile() {
+	b.carried = map[*track][]*node{}
+	for _, t := range b.waiting {
+		if len(t.open) > 0 {
+			b.carried[t] = slices.Clone(t.open)
+		}
+	}
+}
+
+// repeated reports whether a B at ts named name on t repeats one a
+// rotated set's earlier file left open, and forgets that one if so.
+func (b *Builder) repeated(t *track, ts int64, name trace.Str) bool {
+	c := b.carried[t]
+	for i, n := range c {
+		if n.row.TS == ts && n.row.Name == b.intern(name) {
+			b.carried[t] = slices.Delete(c, i, i+1)
+			return true
+		}
+	}
+	return false
+}
+
+// intern returns s decoded, one copy per distinct string.
+func (b *Builder) intern(s trace.Str) string {
+	raw := s.Raw
+	if s.Escaped {
+		b.key = s.Append(b.key[:0])
+		raw = b.key
+	}
+	if v, ok := b.strs[string(raw)]; ok {
+		return v
+	}
+	v := string(raw)
+	b.strs[v] = v
+	return v
+}
+
+// num maps a pid or tid to an int64: numbers as they are, strings to
+// numbers above the uint32 range, so they cannot collide.
+func (b *Builder) num(n trace.Num) int64 {
+	switch n.Kind {
+	case trace.NumInt:
+		return n.Int
+	case trace.NumString:
+		id, ok := b.strIDs[string(n.Str)]
+		if !ok {
+			id = 1<<40 + int64(len(b.strIDs))
+			b.strIDs[string(n.Str)] = id
+		}
+		return id
+	}
+	return 0 // what Perfetto makes of a pid it cannot read
+}
+
+func (b *Builder) process(pid trace.Num) *proc {
+	k := procKey{b.group, b.num(pid)}
+	p := b.procs[k]
+	if p == nil {
+		b.nextUpid++
+		p = &proc{row: Process{Upid: b.nextUpid, Pid: k.pid, File: b.file, Offset: b.offset}}
+		b.procs[k] = p
+		b.procList = append(b.procList, p)
+	}
+	return p
+}
+
+func (b *Builder) thread(e *trace.Event) *thread {
+	if b.lastThread != nil && e.Pid.Kind == trace.NumInt && e.Tid.Kind == trace.NumInt &&
+		e.Pid.Int == b.lastPid && e.Tid.Int == b.lastThread.row.Tid && b.lastGroup == b.group {
+		return b.lastThread // most events are on the thread of the one before
+	}
+	p := b.process(e.Pid)
+	k := threadKey{p.row.Upid, b.num(e.Tid)}
+	t := b.threads[k]
+	if t == nil {
+		b.nextUtid++
+		t = &thread{row: Thread{Utid: b.nextUtid, Tid: k.tid, Upid: p.row.Upid}}
+		t.track = len(b.trackRows)
+		t.t = b.newTrack("", "thread", &t.row.Utid, &t.row.Upid)
+		b.threads[k] = t
+		b.thrList = append(b.thrList, t)
+	}
+	if e.Pid.Kind == trace.NumInt && e.Tid.Kind == trace.NumInt {
+		b.lastThread, b.lastPid, b.lastGroup = t, e.Pid.Int, b.group
+	}
+	return t
+}
+
+// newTrack makes a track; its row is written at Close.
+func (b *Builder) newTrack(name, typ string, utid, upid *int64) *track {
+	b.nextTrack++
+	b.trackRows = append(b.trackRows, Track{ID: b.nextTrack, Name: name, Type: typ, Utid: utid, Upid: upid})
+	return newTrack(b.nextTrack)
+}
+
+// Add follows one event of the group.
+func (b *Builder) Add(e *trace.Event) error {
+	b.Report.Events++
+	ph := e.Phase()
+	if ph == 'M' {
+		b.metadata(e)
+		return nil
+	}
+	if !e.HasTS {
+		return nil // the viewers drop it too
+	}
+	ts := e.TS + b.offset
+	switch ph {
+	case 'X':
+		if !e.HasDur || e.Dur < 0 {
+			return nil
+		}
+		th := b.thread(e)
+		n := b.node(e, ts, e.Dur, th)
+		th.t.xSeen = true
+		return b.place(th.t, n, false)
+	case 'B':
+		th := b.thread(e)
+		if b.repeated(th.t, ts, e.Name) {
+			return nil
+		}
+		n := b.node(e, ts, -1, th)
+		th.t.seeStart(ts)
+		th.t.open = append(th.t.open, n)
+		b.wait(th.t)
+		return nil
+	case 'E':
+		t := b.thread(e).t
+		if len(t.open) == 0 {
+			return nil // an E without its B: trace_processor drops it
+		}
+		n := t.open[len(t.open)-1]
+		t.open = t.open[:len(t.open)-1]
+		b.end(n, ts, e)
+		return b.place(t, n, true)
+	case 'i', 'I':
+		var t *track
+		var utid, upid *int64
+		switch string(e.S.Raw) {
+		case "g":
+			t = b.namedTrack("global", "", nil)
+		case "p":
+			p := b.process(e.Pid)
+			t = b.namedTrack("process", strconv.FormatInt(p.row.Upid, 10), &p.row.Upid)
+			upid = &p.row.Upid
+		default:
+			th := b.thread(e)
+			t, utid, upid = th.t, &th.row.Utid, &th.row.Upid
+			t.xSeen = true
+		}
+		n := b.nodeOn(e, ts, 0, t, utid, upid)
+		return b.place(t, n, false)
+	case 'b', 'n', 'e':
+		return b.asyncEvent(e, ph, ts)
+	case 's', 't', 'f':
+		return b.flowEvent(e, ph, ts)
+	case 'C':
+		return b.counterEvent(e, ts)
+	}
+	return nil
+}
+
+func (b *Builder) metadata(e *trace.Event) {
+	if e.Name.Escaped {
+		return
+	}
+	switch string(e.Name.Raw) {
+	case "process_name":
+		p := b.process(e.Pid)
+		if n := e.Arg("name"); n != nil && n.Str.Set {
+			p.row.Name = n.Str.String()
+		}
+		if a := e.Arg("ts0_unix_ns"); a != nil && a.IsNum {
+			if v, err := strconv.ParseInt(string(a.Value), 10, 64); err == nil {
+				p.row.TS0UnixNS = &v
+			}
+		}
+	case "thread_name":
+		if n := e.Arg("name"); n != nil && n.Str.Set {
+			b.thread(e).row.Name = n.Str.String()
+		}
+	}
+}
+
+// node makes the slice of e on thread th.
+func (b *Builder) node(e *trace.Event, ts, dur int64, th *thread) *node {
+	return b.nodeOn(e, ts, dur, th.t, &th.row.Utid, &th.row.Upid)
+}
+
+func (b *Builder) nodeOn(e *trace.Event, ts, dur int64, t *track, utid, upid *int64) *node {
+	b.nextSlice++
+	n := &node{row: Slice{
+		ID: b.nextSlice, TS: ts, Dur: dur, TrackID: t.id,
+		Category: b.intern(e.Cat), Name: b.intern(e.Name),
+		Utid: utid, Upid: upid,
+	}, size: 1}
+	n.args = b.argsOf(e, "")
+	n.end = math.MaxInt64
+	if dur >= 0 {
+		n.end = ts + dur
+	}
+	return n
+}
+
+// argsOf returns e's args as a JSON object, merged after prev (the
+// args of a B, for its E), or "" if there are none.
+func (b *Builder) argsOf(e *trace.Event, prev string) string {
+	if len(e.Args) == 0 {
+		return prev
+	}
+	b.args = b.args[:0]
+	if prev != "" {
+		b.args = append(b.args, prev[:len(prev)-1]...)
+		b.args = append(b.args, ',')
+	} else {
+		b.args = append(b.args, '{')
+	}
+	for i, a := range e.Args {
+		if i > 0 {
+			b.args = append(b.args, ',')
+		}
+		b.args = append(b.args, '"')
+		b.args = append(b.args, a.Key.Raw...)
+		b.args = append(b.args, '"', ':')
+		b.args = append(b.args, bytes.TrimSpace(a.Value)...)
+	}
+	b.args = append(b.args, '}')
+	return string(b.args)
+}
+
+// end ends the open slice n at ts, with the args of its end event e.
+func (b *Builder) end(n *node, ts int64, e *trace.Event) {
+	if ts < n.row.TS {
+		ts = n.row.TS
+	}
+	n.end = ts
+	n.row.Dur = ts - n.row.TS
+	n.args = b.argsOf(e, n.args)
+}
+
+// place puts the completed slice n on t and writes what can be written.
+// begun says n's start was already seen (a B).
+func (b *Builder) place(t *track, n *node, begun bool) error {
+	if !begun {
+		t.seeStart(n.row.TS)
+	}
+	b.Report.Unsure += t.enclosesWritten(n)
+	b.wait(t)
+	if enclosed(t.roots, n) {
+		t.parents = true
+	}
+	t.roots = insert(t.roots, n)
+	b.pending++
+	if k := t.safe(); k > 0 {
+		if err := b.emit(t, k); err != nil {
+			return err
+		}
+	}
+	limit := b.MaxPending
+	if limit <= 0 {
+		limit = DefaultMaxPending
+	}
+	if b.pending > limit {
+		return b.writeOldest(limit / 2)
+	}
+	return nil
+}
+
+// An oldRoot is a root waiting, for writeOldest.
+type oldRoot struct {
+	end int64
+	n   int
+}
+
+// writeOldest writes the roots that ended first, over all tracks, until
+// at most keep slices wait: those least likely to be enclosed by a slice
+// still to come (a slice in flight on a thread ended recently).
+func (b *Builder) writeOldest(keep int) error {
+	roots := b.oldest[:0]
+	for _, t := range b.waiting {
+		for _, r := range t.roots {
+			roots = append(roots, oldRoot{r.end, r.size})
+		}
+	}
+	slices.SortFunc(roots, func(x, y oldRoot) int { return cmp.Compare(x.end, y.end) })
+	b.oldest = roots
+	// The end before which every root is written.
+	left, until := b.pending, int64(math.MinInt64)
+	for _, r := range roots {
+		if left <= keep {
+			break
+		}
+		left -= r.n
+		until = r.end
+	}
+	for _, t := range b.waiting {
+		k := 0
+		for k < len(t.roots) && t.roots[k].end <= until {
+			k++
+		}
+		if err := b.emit(t, k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// emit writes the first k roots of t and their subtrees.
+func (b *Builder) emit(t *track, k int) error {
+	for _, r := range t.roots[:k] {
+		if err := b.bindFlows(t, r); err != nil {
+			return err
+		}
+		n, err := b.write(r, 0, nil)
+		b.pending -= n
+		t.written(r, n)
+		if err != nil {
+			return err
+		}
+	}
+	clear(t.roots[:k])
+	t.roots = t.roots[k:]
+	return nil
+}
+
+// write writes n and its subtree at depth, and returns how many slices
+// it wrote.
+func (b *Builder) write(n *node, depth int32, parent *int64) (int, error) {
+	n.row.Depth, n.row.ParentID = depth, parent
+	if n.args != "" {
+		n.row.Args = &n.args
+	}
+	if err := b.sink.Slice(&n.row); err != nil {
+		return 0, err
+	}
+	b.Report.Slices++
+	count := 1
+	for _, c := range n.children {
+		k, err := b.write(c, depth+1, &n.row.ID)
+		count += k
+		if err != nil {
+			return count, err
+		}
+	}
+	return count, nil
+}
+
+// EndGroup writes every slice still waiting (B events never ended get
+// dur -1, as in trace_processor) and the flows between them.
+func (b *Builder) EndGroup() error {
+	for _, t := range b.waiting {
+		for _, n := range t.open {
+			t.roots = insert(t.roots, n)
+			b.pending++
+		}
+		t.open = nil
+	}
+	for _, t := range b.waiting {
+		if err := b.emit(t, len(t.roots)); err != nil {
+			return err
+		}
+		b.Report.UnboundFlows += int64(len(t.points))
+		t.points, t.nexts = nil, 0
+		t.listed = false
+	}
+	b.waiting = b.waiting[:0]
+	for _, c := range b.flows {
+		b.retired = append(b.retired, c)
+	}
+	clear(b.flows)
+	for _, c := range b.retired {
+		if err := b.flushChain(c); err != nil {
+			return err
+		}
+	}
+	clear(b.retired)
+	b.retired = b.retired[:0]
+	return nil
+}
+
+// wait lists t among the tracks with something waiting.
+func (b *Builder) wait(t *track) {
+	if !t.listed {
+		t.listed = true
+		b.waiting = append(b.waiting, t)
+	}
+}
+
+// Close ends the last group and writes the tracks, threads and
+// processes.
+func (b *Builder) Close() error {
+	if err := b.EndGroup(); err != nil {
+		return err
+	}
+	for _, t := range b.thrList {
+		b.trackRows[t.track].Name = t.row.Name
+	}
+	for i := range b.trackRows {
+		if err := b.sink.Track(&b.trackRows[i]); err != nil {
+			return err
+		}
+	}
+	for _, t := range b.thrList {
+		if err := b.sink.Thread(&t.row); err != nil {
+			return err
+		}
+	}
+	for _, p := range b.procList {
+		if err := b.sink.Process(&p.row); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,183 @@
+package tables
+
+import (
+	"math"
+	"slices"
+	"sort"
+)
+
+// Depth and parent.
+//
+// trace_processor sorts a trace by time and then nests the slices of
+// each track with a stack: a slice is the child of the innermost slice
+// open at its start. A file need not come in that order: the tracer
+// package writes a span when it ends, so a slice's children come before
+// it, and its depth is known only when its top-level ancestor has come.
+// So a track keeps a forest of the slices not yet written, each root
+// holding its subtree, sorted by start; a root and its subtree are
+// written when no slice still to come can enclose the root:
+//
+//   - on a track whose slices have come in order of their starts (B/E
+//     pairs, or X events written as they begin, which shows once a
+//     parent comes before its child), a root that ended before the
+//     latest start, with no B open before it;
+//   - at the end of the files of its process, every root;
+//   - past Builder.MaxPending slices waiting over all tracks, the
+//     roots that ended first, over all tracks, until half of them are
+//     written, which bounds memory.
+//
+// A root written early is usually a true top-level slice: a request on
+// a worker's goroutine, which nothing encloses. When a slice comes that
+// encloses roots already written (a span around a goroutine's whole
+// life, longer than MaxPending slices), their depth and parent were
+// written short: a track remembers the extents of its written roots,
+// coalesced to at most maxExtents, and Report.Unsure counts the slices
+// of those a later slice encloses (at least those). Memory is thus
+// bounded by MaxPending slices of about 200 bytes each, and a file's
+// slices come out with trace_processor's depths whenever Unsure is 0.
+
+// A node is a slice waiting for its depth.
+type node struct {
+	row      Slice
+	end      int64  // math.MaxInt64 for a B never ended
+	size     int    // slices in its subtree, itself included
+	args     string // row.Args, set when it is written
+	children []*node
+}
+
+// before reports whether a sorts before b: by start, the longer first.
+func before(a, b *node) bool {
+	return a.row.TS < b.row.TS || a.row.TS == b.row.TS && a.end > b.end
+}
+
+// contains reports whether p encloses c as trace_processor's stack
+// nests them: c begins inside p (a slice beginning where p ends is not
+// p's child) and ends in it.
+func contains(p, c *node) bool {
+	return p.row.TS <= c.row.TS && c.end <= p.end && c.row.TS < p.end
+}
+
+// enclosed reports whether a slice of list encloses n.
+func enclosed(list []*node, n *node) bool {
+	i := sort.Search(len(list), func(i int) bool { return before(n, list[i]) })
+	return i > 0 && contains(list[i-1], n)
+}
+
+// insert adds n to the forest list, sorted by start, and returns it.
+func insert(list []*node, n *node) []*node {
+	i := sort.Search(len(list), func(i int) bool { return before(n, list[i]) })
+	if i > 0 && contains(list[i-1], n) {
+		p := list[i-1]
+		p.children = insert(p.children, n)
+		p.size += n.size
+		return list
+	}
+	j := i
+	for j < len(list) && contains(n, list[j]) {
+		n.size += list[j].size
+		j++
+	}
+	if j > i {
+		n.children = append(n.children, list[i:j]...)
+		list = slices.Delete(list, i, j)
+	}
+	return slices.Insert(list, i, n)
+}
+
+// A track is a timeline of slices: a thread's, an async track, or the
+// instants of a process or of the trace.
+type track struct {
+	id    int64
+	roots []*node
+	open  []*node // B events (thread) or b events (async) not yet ended
+
+	ordered  bool     // every slice so far began at or after the one before
+	xSeen    bool     // an X or an instant came, which may come before its parent
+	parents  bool     // a slice came after one that encloses it: parents first
+	maxStart int64    // latest start so far
+	extents  []extent // of the roots written, oldest first
+	maxWrite int64    // latest start of a root written, MinInt64 before
+
+	points []*flowPoint // flow events waiting for their slice, by ts
+	nexts  int          // of which bind to the next slice
+	listed bool         // in Builder.waiting
+}
+
+func newTrack(id int64) *track {
+	return &track{id: id, ordered: true, maxStart: math.MinInt64, maxWrite: math.MinInt64}
+}
+
+// seeStart notes a slice (or B) beginning at ts, in file order.
+func (t *track) seeStart(ts int64) {
+	if ts < t.maxStart {
+		t.ordered = false
+	} else {
+		t.maxStart = ts
+	}
+}
+
+// safe returns how many roots at the front can be written: none unless
+// the track has come in start order.
+func (t *track) safe() int {
+	if !t.ordered || t.xSeen && !t.parents {
+		// X events in start order look like siblings in end order
+		// until a parent comes after its child or before it.
+		return 0
+	}
+	n := 0
+	for n < len(t.roots) {
+		r := t.roots[n]
+		if r.end > t.maxStart {
+			break
+		}
+		for _, b := range t.open {
+			if b.row.TS <= r.row.TS {
+				return n
+			}
+		}
+		n++
+	}
+	return n
+}
+
+// maxExtents is the most extents of written roots a track keeps.
+const maxExtents = 64
+
+// An extent is the time covered by roots already written, and how many
+// slices they held.
+type extent struct {
+	start, end int64
+	n          int64
+}
+
+// written notes the root r, holding n slices, written out.
+func (t *track) written(r *node, n int) {
+	t.maxWrite = max(t.maxWrite, r.row.TS)
+	t.extents = append(t.extents, extent{r.row.TS, r.end, int64(n)})
+	if len(t.extents) > maxExtents {
+		// Coalesce the two oldest: a later slice must enclose both to
+		// be counted, so Unsure stays a lower bound.
+		a, b := t.extents[0], t.extents[1]
+		t.extents[1] = extent{min(a.start, b.start), max(a.end, b.end), a.n + b.n}
+		t.extents = t.extents[:copy(t.extents, t.extents[1:])]
+	}
+}
+
+// enclosesWritten returns how many slices already written n encloses,
+// forgetting them so that they count once.
+func (t *track) enclosesWritten(n *node) int64 {
+	if n.row.TS > t.maxWrite {
+		return 0 // began after every written root: the common case
+	}
+	var count int64
+	keep := t.extents[:0]
+	for _, e := range t.extents {
+		if contains(n, &node{row: Slice{TS: e.start}, end: e.end}) {
+			count += e.n
+			continue
+		}
+		keep = append(keep, e)
+	}
+	t.extents = keep
+	return count
+}
