@@ -6,6 +6,7 @@ package tracecheck
 
 import (
 	"bytes"
+	"encoding/csv"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -302,4 +303,41 @@ func SlicesNamed(tracks map[uint64][]Slice, name string) []Slice {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Start < out[j].Start })
 	return out
+}
+
+// Query runs sql with Perfetto's trace_processor_shell over the trace at
+// path and returns the rows, each column by name as trace_processor
+// prints it (strings unquoted, NULL as "[NULL]"). It skips the test when
+// the importers are not set up.
+func Query(t testing.TB, path, sql string) []map[string]string {
+	t.Helper()
+	dir := importers()
+	if dir == "" {
+		t.Skip("the real importers are not set up: run /work/shared/importers/setup (or set TRACER_IMPORTERS to its directory)")
+	}
+	q := filepath.Join(t.TempDir(), "q.sql")
+	require.NoError(t, os.WriteFile(q, []byte(sql), 0o644))
+	cmd := exec.Command(filepath.Join(dir, "perfetto", "trace_processor_shell"), "-q", q, path)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	require.NoError(t, err, "trace_processor_shell: %s", stderr.String())
+	r := csv.NewReader(bytes.NewReader(out))
+	r.FieldsPerRecord = -1
+	recs, err := r.ReadAll()
+	require.NoError(t, err, "trace_processor_shell printed %q", out)
+	if len(recs) == 0 {
+		return nil
+	}
+	rows := make([]map[string]string, 0, len(recs)-1)
+	for _, rec := range recs[1:] {
+		row := map[string]string{}
+		for i, col := range recs[0] {
+			if i < len(rec) {
+				row[col] = rec[i]
+			}
+		}
+		rows = append(rows, row)
+	}
+	return rows
 }

@@ -53,6 +53,8 @@ type Analyzer struct {
 	counterKey []byte
 	procIdx    map[int64]*Process
 	decoded    []byte
+	foldIdx    []int32
+	foldChain  []bool
 	lastKey    trackKey
 	lastTrack  *track
 }
@@ -170,7 +172,7 @@ func (a *Analyzer) addSelf(name int32, d int64) { a.Names[name].Self += d }
 func (a *Analyzer) subSelf(name int32, d int64) { a.Names[name].Self -= d }
 
 func (a *Analyzer) overlap(t *track, line int, name int32, s, e int64, p *slice) {
-	a.problem(line, KindOverlap, "slice %q [%s, %s] overlaps %q [%s, %s] (line %d) on pid %s tid %s without nesting: Perfetto moves it to an extra track",
+	a.problem(line, KindOverlap, "slice %q [%s, %s] overlaps %q [%s, %s] (line %d) on pid %s tid %s without nesting: Perfetto moves the later of them to an extra track",
 		a.Names[name].Name, us(s), us(e), a.Names[p.name].Name, us(p.start), us(p.end), p.line, t.pid.Raw, t.tid.Raw)
 }
 
@@ -224,10 +226,10 @@ func (a *Analyzer) Add(e *Event) {
 			return
 		}
 		a.seeTS(e.TS + e.Dur)
-		a.slice(a.track(e), e.TS, e.TS+e.Dur, a.name(e.Name), e.Line)
+		a.slice(a.track(e), e.TS, e.TS+e.Dur, a.name(e.Name), e.Line, false, a.Events)
 	case 'B':
 		t := a.track(e)
-		t.open = append(t.open, openSpan{ts: e.TS, name: a.name(e.Name), line: int32(e.Line)})
+		t.open = append(t.open, openSpan{ts: e.TS, name: a.name(e.Name), line: int32(e.Line), seq: a.Events})
 	case 'E':
 		a.end(e)
 	case 'b', 'n', 'e':
@@ -240,7 +242,7 @@ func (a *Analyzer) Add(e *Event) {
 }
 
 // slice records a completed slice.
-func (a *Analyzer) slice(t *track, s, e int64, name int32, line int) {
+func (a *Analyzer) slice(t *track, s, e int64, name int32, line int, be bool, seq int64) {
 	n := a.Names[name]
 	n.Count++
 	d := e - s
@@ -249,7 +251,7 @@ func (a *Analyzer) slice(t *track, s, e int64, name int32, line int) {
 	if a.Stats {
 		n.Durations.Add(d)
 	}
-	a.add(t, s, e, name, line)
+	a.add(t, s, e, name, line, be, seq)
 }
 
 func (a *Analyzer) checkIDs(e *Event, what string, n Num) {
@@ -280,7 +282,7 @@ func (a *Analyzer) end(e *Event) {
 			a.problem(e.Line, KindNesting, "an E event named %q closes the B named %q (line %d): the E of another span, or events out of order", a.Names[n].Name, a.Names[b.name].Name, b.line)
 		}
 	}
-	a.slice(t, b.ts, e.TS, b.name, int(b.line))
+	a.slice(t, b.ts, e.TS, b.name, int(b.line), true, b.seq)
 }
 
 func (a *Analyzer) asyncEvent(e *Event, ph byte) {
