@@ -13,6 +13,7 @@ package trace
 
 import (
 	"bytes"
+	"errors"
 	"math"
 	"strconv"
 	"unicode/utf8"
@@ -117,6 +118,27 @@ func (a *Arg) Float() float64 {
 		f = math.Copysign(math.MaxFloat64, f)
 	}
 	return f
+}
+
+// Number returns the value of a number, or of a string that Perfetto
+// reads as one (as C's strtod does: "050", ".75", "+10.5", " 1"), and
+// whether it was either.
+func (a *Arg) Number() (float64, bool) {
+	if a.IsNum {
+		return a.Float(), true
+	}
+	if !a.Str.Set || a.Str.Escaped {
+		return 0, false
+	}
+	t := bytes.TrimLeft(a.Str.Raw, " \t\n\v\f\r")
+	if len(t) == 0 || bytes.IndexByte(t, '_') >= 0 {
+		return 0, false
+	}
+	f, err := strconv.ParseFloat(string(t), 64)
+	if err != nil && !errors.Is(err, strconv.ErrRange) {
+		return 0, false
+	}
+	return f, true
 }
 
 // Arg returns the arg named key, or nil.
