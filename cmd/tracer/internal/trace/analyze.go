@@ -60,6 +60,10 @@ type Analyzer struct {
 	flows      map[string]int32 // open flow ids: the line of their s
 	flowKey    []byte
 	noPid      bool
+	grouped    bool   // span names are grouped: see names.go
+	groupKey   []byte // scratch
+	example    string // a name that was grouped
+	others     int64  // spans past maxNames groups
 	lastKey    trackKey
 	lastTrack  *track
 }
@@ -158,22 +162,6 @@ func clone(n Num) Num {
 	return n
 }
 
-// name returns the index of the span name in a.Names.
-func (a *Analyzer) name(s Str) int32 {
-	raw := s.Raw
-	if s.Escaped {
-		a.decoded = s.Append(a.decoded[:0])
-		raw = a.decoded
-	}
-	i, ok := a.nameIdx[string(raw)]
-	if !ok {
-		i = int32(len(a.Names))
-		a.Names = append(a.Names, &NameStats{Name: string(raw)})
-		a.nameIdx[string(raw)] = i
-	}
-	return i
-}
-
 func (a *Analyzer) addSelf(name int32, d int64) { a.Names[name].Self += d }
 func (a *Analyzer) subSelf(name int32, d int64) { a.Names[name].Self -= d }
 
@@ -245,7 +233,11 @@ func (a *Analyzer) Add(e *Event) {
 		a.slice(a.track(e), e.TS, e.TS+e.Dur, a.name(e.Name), e.Line, false, a.Events)
 	case 'B':
 		t := a.track(e)
-		t.open = append(t.open, openSpan{ts: e.TS, name: a.name(e.Name), line: int32(e.Line), seq: a.Events})
+		o := openSpan{ts: e.TS, name: a.name(e.Name), line: int32(e.Line), seq: a.Events}
+		if a.grouped && hasDigit(e.Name.Raw) {
+			o.exact = e.Name.String() // for the E that repair -close-open writes
+		}
+		t.open = append(t.open, o)
 	case 'E':
 		a.end(e)
 	case 'b', 'n', 'e':
@@ -535,7 +527,11 @@ func (a *Analyzer) Open() []OpenSpan {
 	var o []OpenSpan
 	for _, t := range a.trackList {
 		for i := len(t.open) - 1; i >= 0; i-- {
-			o = append(o, OpenSpan{Pid: t.pid, Tid: t.tid, Name: a.Names[t.open[i].name].Name, TS: t.open[i].ts})
+			name := t.open[i].exact
+			if name == "" {
+				name = a.Names[t.open[i].name].Name
+			}
+			o = append(o, OpenSpan{Pid: t.pid, Tid: t.tid, Name: name, TS: t.open[i].ts})
 		}
 	}
 	return o

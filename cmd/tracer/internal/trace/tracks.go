@@ -78,10 +78,11 @@ func (x *slice) holds(s int64, zero bool) bool {
 
 // An openSpan is a B event waiting for its E.
 type openSpan struct {
-	ts   int64
-	name int32
-	line int32
-	seq  int64
+	ts    int64
+	name  int32
+	line  int32
+	seq   int64
+	exact string // its name, if grouped with others (see names.go)
 }
 
 // A pendingFlow is a flow event not yet known to be inside a slice: the
