@@ -40,7 +40,7 @@ func TestCheckBroken(t *testing.T) {
 		{"flow duplicate id", "[\n" + `{"name":"a","ph":"X","ts":0,"dur":5,"pid":1,"tid":1},` + "\n" + `{"name":"f","cat":"c","ph":"s","id":1,"ts":1,"pid":1,"tid":1},` + "\n" + `{"name":"f","cat":"c","ph":"s","id":1,"ts":2,"pid":1,"tid":1}` + "\n]", 4, trace.KindFlow},
 		{"negative ts", "[\n" + ev + ",\n" + `{"name":"a","ph":"X","ts":-5,"dur":1,"pid":1,"tid":1}` + "\n]", 3, trace.KindTS},
 		{"ts a string of no number", "[\n" + ev + ",\n" + `{"name":"a","ph":"X","ts":"+5","dur":1,"pid":1,"tid":1}` + "\n]", 3, trace.KindTS},
-		{"deeper than 512", "[\n" + strings.Repeat(`{"name":"r","ph":"B","ts":1,"pid":1,"tid":1},`+"\n", 600) + strings.Repeat(`{"name":"r","ph":"E","ts":2,"pid":1,"tid":1},`+"\n", 600), 514, trace.KindDepth},
+		{"deeper than 512", "[\n" + strings.Repeat(`{"name":"r","ph":"B","ts":1,"pid":1,"tid":1},`+"\n", 600) + strings.Repeat(`{"name":"r","ph":"E","ts":2,"pid":1,"tid":1},`+"\n", 600), 89, trace.KindDepth}, // the B of the slice 513 levels high
 		{"no [{ at the start", "[" + strings.Repeat(" ", 200) + ev + "]", 1, trace.KindDetect},
 		{"only [", "[\n", 1, trace.KindDetect},
 		{"negative pid", "[\n" + `{"name":"a","ph":"i","ts":1,"pid":-1,"tid":1}` + "\n]", 2, trace.KindIDs},

@@ -60,6 +60,7 @@ type Analyzer struct {
 	flows      map[string]int32 // open flow ids: the line of their s
 	flowKey    []byte
 	noPid      bool
+	unordered  bool   // a slice ended before one that came before it on its track
 	grouped    bool   // span names are grouped: see names.go
 	groupKey   []byte // scratch
 	example    string // a name that was grouped
@@ -485,8 +486,8 @@ func anchor(v []byte) int64 {
 // events, written when a span ends, were never written.
 func (a *Analyzer) Finish(unterminated bool) {
 	for _, t := range a.trackList {
-		if t.deep > 0 {
-			a.problem(int(t.deepLine), KindDepth, "%d slices nested deeper than %d levels on pid %s tid %s: Perfetto drops them (slice_max_depth_exceeded); chrome://tracing shows them", t.deep, maxNesting, t.pid.Raw, t.tid.Raw)
+		if t.levels > maxNesting {
+			a.problem(int(t.deepLine), KindDepth, "this slice holds slices %d levels deep on pid %s tid %s: Perfetto keeps %d levels and drops the slices below (slice_max_depth_exceeded); chrome://tracing shows them", t.levels, t.pid.Raw, t.tid.Raw, maxNesting)
 		}
 		for _, f := range t.pending {
 			if unterminated && f.ts >= t.last {

@@ -505,7 +505,7 @@ func (s *scanner) event(i int, e *Event) int {
 			if i < len(b) && b[i] <= ' ' {
 				i = s.ws(i)
 			}
-			if s.trailing(i, '}') {
+			if s.lenient && s.trailing(i, '}') {
 				s.depth--
 				if s.bad >= 0 {
 					e.BadUTF8 = s.bad - start

@@ -42,8 +42,12 @@ import (
 // maxStack is the most slices a track keeps apart; see above.
 const maxStack = 4096
 
-// maxNesting is the depth at which Perfetto drops slices
-// (slice_max_depth_exceeded): its slice tracker keeps 512 levels.
+// orderedAfter is how many slices of a track in end order come before
+// its trees are summed up as they complete.
+var orderedAfter int64 = 64 // a var for tests
+
+// maxNesting is how many levels of nesting Perfetto keeps: it drops the
+// slices below (slice_max_depth_exceeded).
 const maxNesting = 512
 
 // A slice is a completed slice in a track's tree.
@@ -55,6 +59,7 @@ type slice struct {
 	kids       int64 // the durations of its direct children
 	parent     int32 // index in the tree, or -1
 	depth      int32
+	height     int32 // levels below it, folded ones included
 	name       int32 // index in Analyzer.names, or -1 for a fold
 	line       int32
 }
@@ -103,8 +108,9 @@ type track struct {
 	pending  []pendingFlow
 	busy     int64
 	slices   int64
-	deep     int64 // slices deeper than Perfetto keeps
-	deepLine int32 // the first of them
+	levels   int32 // the deepest nesting seen, in levels
+	roots    int   // stack[:roots] are top slices: see collapse
+	deepLine int32 // the first slice past maxNesting levels
 	last     int64 // latest end
 }
 
@@ -112,6 +118,19 @@ type track struct {
 // a.names) on t, found at line: an X event (be false) or a B/E pair,
 // whose B was the seq-th event of the file.
 func (a *Analyzer) add(t *track, s, e int64, name int32, line int, be bool, seq int64) {
+	// A file written in end order (the tracer package's) needs no more
+	// than the top slices of a track's tree once a slice ends after all
+	// of them: no later slice can begin inside one below them without
+	// overlapping it. A file is taken to be in end order until a slice
+	// ends before one that came before it on its track; the first
+	// slices of a track are kept whole, for a file in no order to show
+	// it first.
+	if t.slices > 0 && e < t.last {
+		a.unordered = true
+	}
+	if t.roots < len(t.stack) && !a.unordered && t.slices >= orderedAfter && e > t.last {
+		t.stack = t.collapse()
+	}
 	if t.slices == 0 || e > t.last {
 		t.last = e
 	}
@@ -165,6 +184,7 @@ func (a *Analyzer) add(t *track, s, e int64, name int32, line int, be bool, seq 
 			break
 		}
 		x.kids += c.sum
+		x.height = max(x.height, c.height+1)
 		c.parent = adopted
 		k++
 		for k < len(st) && st[k].depth > c.depth {
@@ -172,7 +192,7 @@ func (a *Analyzer) add(t *track, s, e int64, name int32, line int, be bool, seq 
 		}
 	}
 	for j := pos; j < k; j++ {
-		a.deeper(t, &st[j])
+		st[j].depth++
 	}
 	a.addSelf(name, x.sum-x.kids)
 	if p >= 0 {
@@ -184,8 +204,11 @@ func (a *Analyzer) add(t *track, s, e int64, name int32, line int, be bool, seq 
 	} else {
 		t.busy += x.sum - x.kids
 	}
-	if x.depth >= maxNesting {
-		a.tooDeep(t, x.line)
+	if level := x.depth + x.height + 1; level > t.levels {
+		if level > maxNesting && t.levels <= maxNesting {
+			t.deepLine = x.line
+		}
+		t.levels = level
 	}
 	st = append(st, slice{})
 	copy(st[pos+1:], st[pos:])
@@ -198,31 +221,35 @@ func (a *Analyzer) add(t *track, s, e int64, name int32, line int, be bool, seq 
 			*q++
 		}
 	}
+	// Its ancestors are as high as it makes them.
+	for q, h := x.parent, x.height+1; q >= 0 && st[q].height < h; q, h = st[q].parent, h+1 {
+		st[q].height = h
+	}
+	t.roots = min(t.roots, pos) // the prefix of top slices, as far as known
 	if len(st) > maxStack {
 		st = a.fold(st)
+		t.roots = 0
 	}
 	t.stack = st
 	a.resolveFlows(t, s, e)
 }
 
+// collapse drops from t's tree every slice that is not a top one: their
+// durations are in their top slices' kids and sums.
+func (t *track) collapse() []slice {
+	st := t.stack
+	out := st[:t.roots]
+	for _, c := range st[t.roots:] {
+		if c.parent < 0 {
+			out = append(out, c)
+		}
+	}
+	t.roots = len(out)
+	return out
+}
+
 // adopted marks the new children of a slice being put in a tree.
 const adopted = math.MinInt32
-
-// deeper moves c one level down, counting it if it goes past Perfetto's
-// limit.
-func (a *Analyzer) deeper(t *track, c *slice) {
-	c.depth++
-	if c.depth == maxNesting && c.name >= 0 {
-		a.tooDeep(t, c.line)
-	}
-}
-
-func (a *Analyzer) tooDeep(t *track, line int32) {
-	if t.deep == 0 || line < t.deepLine {
-		t.deepLine = line
-	}
-	t.deep++
-}
 
 // fold makes room in st, and returns the tree that is left. It first
 // drops what the older half of st holds below its finished subtrees'
