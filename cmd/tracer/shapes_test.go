@@ -25,6 +25,7 @@ type shape struct {
 	fanout   int
 	async    bool
 	short    bool // short children, many of them
+	instants bool // instants of a thread, which Perfetto shows as slices
 	distinct bool // every span name differs
 }
 
@@ -149,6 +150,25 @@ func genTrace(r *rand.Rand, sh shape) (string, []genSpan) {
 			evs = append(evs, ev{startAt, i, x})
 		default:
 			evs = append(evs, ev{r.Int64N(1 << 50), i, x})
+		}
+	}
+	if sh.instants {
+		// Some at the times of spans, never at those of a B or E.
+		beAt := map[at]bool{}
+		for _, sp := range spans {
+			if sp.be {
+				beAt[at{sp.pid, sp.tid, sp.start}], beAt[at{sp.pid, sp.tid, sp.end}] = true, true
+			}
+		}
+		for i, sp := range spans {
+			when := min(sp.start+int64(i%3), sp.end)
+			if i%2 == 1 {
+				when = sp.end
+			}
+			if beAt[at{sp.pid, sp.tid, when}] {
+				continue
+			}
+			evs = append(evs, ev{when*128 + 64 + 32, i, fmt.Sprintf(`{"name":"mark","ph":"i","ts":%s,"pid":%d,"tid":%d}`, ts(when), sp.pid, sp.tid)})
 		}
 	}
 	if sh.async {

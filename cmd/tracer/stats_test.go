@@ -77,7 +77,8 @@ func roundQuantiles(spans []SpanStats) []SpanStats {
 
 // TestStatsLibraryFile checks stats on a file the tracer package wrote
 // against numbers worked out here from the events parsed by
-// encoding/json: per name, count, total and max exactly, self time by a
+// encoding/json, its X events and thread instants (which Perfetto shows
+// as slices of no duration): per name, count, total and max exactly, self time by a
 // sort and a stack, percentiles within the sketch's error; per track,
 // busy time as the union of its slices.
 func TestStatsLibraryFile(t *testing.T) {
@@ -94,8 +95,13 @@ func TestStatsLibraryFile(t *testing.T) {
 	byTrack := map[string][]slice{}
 	durs := map[string][]int64{}
 	for _, e := range strictEvents(t, path) {
-		if e["ph"] != "X" {
+		// X events, and instants of a thread: Perfetto's thread slices.
+		instant := (e["ph"] == "i" || e["ph"] == "I") && (e["s"] == nil || e["s"] == "t")
+		if e["ph"] != "X" && !instant {
 			continue
+		}
+		if instant {
+			e["dur"] = 0.0
 		}
 		s := slice{e["name"].(string), ns(e["ts"]), ns(e["ts"]) + ns(e["dur"])}
 		tid := strconv.FormatFloat(e["tid"].(float64), 'f', -1, 64)

@@ -241,6 +241,12 @@ func (a *Analyzer) Add(e *Event) {
 		t.open = append(t.open, o)
 	case 'E':
 		a.end(e)
+	case 'i', 'I', 'R':
+		// Perfetto makes an instant of a thread (the default scope) a
+		// slice of no duration on its track.
+		if !e.S.Set || string(e.S.Raw) == "t" {
+			a.slice(a.track(e), e.TS, e.TS, a.name(e.Name), e.Line, false, a.Events)
+		}
 	case 'b', 'n', 'e':
 		a.asyncEvent(e, ph)
 	case 's', 't', 'f':
@@ -267,6 +273,7 @@ func article(ph byte) string {
 
 // slice records a completed slice.
 func (a *Analyzer) slice(t *track, s, e int64, name int32, line int, be bool, seq int64) {
+	e = a.add(t, s, e, name, line, be, seq)
 	n := a.Names[name]
 	n.Count++
 	d := e - s
@@ -275,7 +282,6 @@ func (a *Analyzer) slice(t *track, s, e int64, name int32, line int, be bool, se
 	if a.Stats {
 		n.Durations.Add(d)
 	}
-	a.add(t, s, e, name, line, be, seq)
 }
 
 func (a *Analyzer) checkIDs(e *Event, what string, n Num) {
@@ -321,7 +327,18 @@ func (a *Analyzer) end(e *Event) {
 		a.problem(e.Line, KindNesting, "an E event at ts %s, before its B (line %d) at ts %s", us(e.TS), b.line, us(b.ts))
 		return
 	}
-	a.slice(t, b.ts, e.TS, b.name, int(b.line), true, b.seq)
+	// Perfetto ends the B events left open inside it where it ends, if
+	// their E comes later (misplaced_end_event).
+	for j := i; j < len(t.open); j++ {
+		if o := &t.open[j]; !o.cut || e.TS < o.cutAt {
+			o.cut, o.cutAt = true, e.TS
+		}
+	}
+	end := e.TS
+	if b.cut && b.cutAt < end {
+		end = b.cutAt
+	}
+	a.slice(t, b.ts, end, b.name, int(b.line), true, b.seq)
 }
 
 func (a *Analyzer) asyncEvent(e *Event, ph byte) {

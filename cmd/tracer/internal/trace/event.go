@@ -38,6 +38,7 @@ type Event struct {
 	IDLocal bool   // the id came from id2.local: the async track is the process's
 	Scope   Str
 	BP      Str
+	S       Str // an instant's scope: t (thread, the default), p or g
 
 	Args []Arg // the top-level members of args, in order
 

@@ -541,11 +541,12 @@ const (
 	keyArgs
 	keyScope
 	keyBP
+	keyS
 )
 
 var keyCodes = map[string]keyCode{
 	"ph": keyPh, "name": keyName, "cat": keyCat, "ts": keyTS, "dur": keyDur, "pid": keyPid, "tid": keyTid,
-	"id": keyID, "id2": keyID2, "args": keyArgs, "scope": keyScope, "bp": keyBP,
+	"id": keyID, "id2": keyID2, "args": keyArgs, "scope": keyScope, "bp": keyBP, "s": keyS,
 }
 
 // A keyWord matches a member name and its closing quote in the first
@@ -667,6 +668,8 @@ func (s *scanner) member(e *Event, key keyCode, v, start int) int {
 		return s.strMember(v, &e.Scope)
 	case keyBP:
 		return s.strMember(v, &e.BP)
+	case keyS:
+		return s.strMember(v, &e.S)
 	case keyID2:
 		if c == '{' {
 			return s.object(v, func(key []byte, esc bool, v int) int {

@@ -88,6 +88,8 @@ type openSpan struct {
 	line  int32
 	seq   int64
 	exact string // its name, if grouped with others (see names.go)
+	cut   bool   // an E closed a B outside it: Perfetto ends it at cutAt
+	cutAt int64
 }
 
 // A pendingFlow is a flow event not yet known to be inside a slice: the
@@ -116,8 +118,9 @@ type track struct {
 
 // add records the completed slice [s, e) named name (an index in
 // a.names) on t, found at line: an X event (be false) or a B/E pair,
-// whose B was the seq-th event of the file.
-func (a *Analyzer) add(t *track, s, e int64, name int32, line int, be bool, seq int64) {
+// whose B was the seq-th event of the file. It returns the end Perfetto
+// gives the slice: e, or where a B/E pair is cut.
+func (a *Analyzer) add(t *track, s, e int64, name int32, line int, be bool, seq int64) int64 {
 	// A file written in end order (the tracer package's) needs no more
 	// than the top slices of a track's tree once a slice ends after all
 	// of them: no later slice can begin inside one below them without
@@ -160,7 +163,7 @@ func (a *Analyzer) add(t *track, s, e int64, name int32, line int, be bool, seq 
 			a.addSelf(name, e-s)
 			t.busy += e - s
 			a.resolveFlows(t, s, e)
-			return
+			return e
 		}
 		a.problem(line, KindNesting, "the E of %q comes at ts %s, after the end of %q [%s, %s] (line %d) that its B began in: Perfetto ends it there (misplaced_end_event)",
 			a.Names[name].Name, us(e), a.Names[q.name].Name, us(q.start), us(q.end), q.line)
@@ -232,6 +235,7 @@ func (a *Analyzer) add(t *track, s, e int64, name int32, line int, be bool, seq 
 	}
 	t.stack = st
 	a.resolveFlows(t, s, e)
+	return e
 }
 
 // collapse drops from t's tree every slice that is not a top one: their
