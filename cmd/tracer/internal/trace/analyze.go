@@ -60,11 +60,12 @@ type Analyzer struct {
 	flows      map[string]int32 // open flow ids: the line of their s
 	flowKey    []byte
 	noPid      bool
-	unordered  bool   // a slice ended before one that came before it on its track
-	grouped    bool   // span names are grouped: see names.go
-	groupKey   []byte // scratch
-	example    string // a name that was grouped
-	others     int64  // spans past maxNames groups
+	unordered  bool             // a slice ended before one that came before it on its track
+	grouped    bool             // span names are grouped: see names.go
+	groupKey   []byte           // scratch
+	example    string           // a name that was grouped
+	exact      map[int64]string // by seq, the names of open B events, once grouped
+	others     int64            // spans past maxNames groups
 	lastKey    trackKey
 	lastTrack  *track
 }
@@ -115,6 +116,7 @@ func NewAnalyzer() *Analyzer {
 		counterIdx: map[string]int32{},
 		procIdx:    map[int64]*Process{},
 		flows:      map[string]int32{},
+		exact:      map[int64]string{},
 	}
 }
 
@@ -234,11 +236,10 @@ func (a *Analyzer) Add(e *Event) {
 		a.slice(a.track(e), e.TS, e.TS+e.Dur, a.name(e.Name), e.Line, false, a.Events)
 	case 'B':
 		t := a.track(e)
-		o := openSpan{ts: e.TS, name: a.name(e.Name), line: int32(e.Line), seq: a.Events}
+		t.open = append(t.open, openSpan{ts: e.TS, name: a.name(e.Name), line: int32(e.Line), seq: a.Events})
 		if a.grouped && hasDigit(e.Name.Raw) {
-			o.exact = e.Name.String() // for the E that repair -close-open writes
+			a.exact[a.Events] = e.Name.String() // for the E that repair -close-open writes
 		}
-		t.open = append(t.open, o)
 	case 'E':
 		a.end(e)
 	case 'i', 'I', 'R':
@@ -323,6 +324,9 @@ func (a *Analyzer) end(e *Event) {
 	}
 	b := t.open[i]
 	t.open = append(t.open[:i], t.open[i+1:]...)
+	if a.grouped {
+		delete(a.exact, b.seq)
+	}
 	if e.TS < b.ts {
 		a.problem(e.Line, KindNesting, "an E event at ts %s, before its B (line %d) at ts %s", us(e.TS), b.line, us(b.ts))
 		return
@@ -545,8 +549,8 @@ func (a *Analyzer) Open() []OpenSpan {
 	var o []OpenSpan
 	for _, t := range a.trackList {
 		for i := len(t.open) - 1; i >= 0; i-- {
-			name := t.open[i].exact
-			if name == "" {
+			name, ok := a.exact[t.open[i].seq]
+			if !ok {
 				name = a.Names[t.open[i].name].Name
 			}
 			o = append(o, OpenSpan{Pid: t.pid, Tid: t.tid, Name: name, TS: t.open[i].ts})

@@ -120,8 +120,8 @@ func (a *Analyzer) group() {
 		}
 		for i := range t.open {
 			o := &t.open[i]
-			if old := a.Names[o.name].Name; o.exact == "" && hasDigit([]byte(old)) {
-				o.exact = old
+			if old := a.Names[o.name].Name; hasDigit([]byte(old)) {
+				a.exact[o.seq] = old
 			}
 			o.name = remap[o.name]
 		}

@@ -87,8 +87,7 @@ type openSpan struct {
 	name  int32
 	line  int32
 	seq   int64
-	exact string // its name, if grouped with others (see names.go)
-	cut   bool   // an E closed a B outside it: Perfetto ends it at cutAt
+	cut   bool // an E closed a B outside it: Perfetto ends it at cutAt
 	cutAt int64
 }
 
@@ -213,22 +212,35 @@ func (a *Analyzer) add(t *track, s, e int64, name int32, line int, be bool, seq 
 		}
 		t.levels = level
 	}
-	st = append(st, slice{})
-	copy(st[pos+1:], st[pos:])
-	st[pos] = x
-	for j := pos + 1; j < len(st); j++ {
-		switch q := &st[j].parent; {
-		case *q == adopted:
-			*q = int32(pos)
-		case *q >= int32(pos):
-			*q++
+	if pos == len(st) {
+		st = append(st, x) // the usual case: after all the others
+	} else {
+		st = append(st, slice{})
+		copy(st[pos+1:], st[pos:])
+		st[pos] = x
+		for j := pos + 1; j < len(st); j++ {
+			switch q := &st[j].parent; {
+			case *q == adopted:
+				*q = int32(pos)
+			case *q >= int32(pos):
+				*q++
+			}
 		}
 	}
 	// Its ancestors are as high as it makes them.
 	for q, h := x.parent, x.height+1; q >= 0 && st[q].height < h; q, h = st[q].parent, h+1 {
 		st[q].height = h
 	}
-	t.roots = min(t.roots, pos) // the prefix of top slices, as far as known
+	// The prefix of top slices, as far as known.
+	switch {
+	case p >= 0:
+		t.roots = min(t.roots, pos)
+	case pos > t.roots:
+	case k > pos:
+		t.roots = pos + 1 // its children follow it
+	default:
+		t.roots++
+	}
 	if len(st) > maxStack {
 		st = a.fold(st)
 		t.roots = 0
