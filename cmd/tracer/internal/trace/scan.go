@@ -391,6 +391,10 @@ func (s *scanner) object(i int, member func(key []byte, esc bool, v int) int) in
 			return s.needMore()
 		}
 		if s.b[i] != '"' {
+			if s.trailing(i, '}') { // after a comma: {} was taken above
+				s.depth--
+				return i + 1
+			}
 			return s.fail(i, "expected a member name in quotes, found %s", printable(s.b[i]))
 		}
 		k := i
@@ -422,10 +426,6 @@ func (s *scanner) object(i int, member func(key []byte, esc bool, v int) int) in
 		switch s.b[i] {
 		case ',':
 			i = s.ws(i + 1)
-			if s.trailing(i, '}') {
-				s.depth--
-				return i + 1
-			}
 		case '}':
 			s.depth--
 			return i + 1
@@ -452,6 +452,13 @@ func (s *scanner) event(i int, e *Event) int {
 			return s.needMore()
 		}
 		if b[i] != '"' {
+			if s.trailing(i, '}') { // after a comma: {} was taken above
+				s.depth--
+				if s.bad >= 0 {
+					e.BadUTF8 = s.bad - start
+				}
+				return i + 1
+			}
 			return s.fail(i, "expected a member name in quotes, found %s", printable(b[i]))
 		}
 		k := i
@@ -504,13 +511,6 @@ func (s *scanner) event(i int, e *Event) int {
 			i++
 			if i < len(b) && b[i] <= ' ' {
 				i = s.ws(i)
-			}
-			if s.lenient && s.trailing(i, '}') {
-				s.depth--
-				if s.bad >= 0 {
-					e.BadUTF8 = s.bad - start
-				}
-				return i + 1
 			}
 		case '}':
 			s.depth--

@@ -53,7 +53,6 @@ const maxNesting = 512
 // A slice is a completed slice in a track's tree.
 type slice struct {
 	start, end int64
-	key        int64 // its length in Perfetto's order: 0 for a B/E pair
 	seq        int64 // its place in the file, for ties
 	sum        int64 // the duration it stands for: end-start, or a fold's total
 	kids       int64 // the durations of its direct children
@@ -62,6 +61,15 @@ type slice struct {
 	height     int32 // levels below it, folded ones included
 	name       int32 // index in Analyzer.names, or -1 for a fold
 	line       int32
+	be         bool // a B/E pair, which counts as lasting nothing in the order
+}
+
+// key returns x's length in Perfetto's order.
+func (x *slice) key() int64 {
+	if x.be {
+		return 0
+	}
+	return x.end - x.start
 }
 
 // before reports whether x sorts before y in Perfetto's order.
@@ -69,8 +77,8 @@ func (x *slice) before(y *slice) bool {
 	if x.start != y.start {
 		return x.start < y.start
 	}
-	if x.key != y.key {
-		return x.key > y.key
+	if kx, ky := x.key(), y.key(); kx != ky {
+		return kx > ky
 	}
 	return x.seq < y.seq
 }
@@ -137,12 +145,25 @@ func (a *Analyzer) add(t *track, s, e int64, name int32, line int, be bool, seq 
 		t.last = e
 	}
 	t.slices++
-	x := slice{start: s, end: e, key: e - s, seq: seq, sum: e - s, name: name, line: int32(line), parent: -1}
-	if be {
-		x.key = 0
-	}
-	zero := s == e
 	st := t.stack
+	if n := len(st); t.roots == n && (n == 0 || st[n-1].end < s || st[n-1].end == s && st[n-1].start < s) {
+		// The usual case, made short: after every slice of a tree of
+		// top slices only, none of which it begins in or holds.
+		st = append(st, slice{start: s, end: e, seq: seq, sum: e - s, name: name, line: int32(line), parent: -1, be: be})
+		a.addSelf(name, e-s)
+		t.busy += e - s
+		t.roots++
+		t.levels = max(t.levels, 1)
+		if len(st) > maxStack {
+			st = a.fold(st)
+			t.roots = 0
+		}
+		t.stack = st
+		a.resolveFlows(t, s, e)
+		return e
+	}
+	x := slice{start: s, end: e, seq: seq, sum: e - s, name: name, line: int32(line), parent: -1, be: be}
+	zero := s == e
 	// Where the sort puts it.
 	pos := len(st)
 	for pos > 0 && x.before(&st[pos-1]) {
@@ -321,7 +342,7 @@ func (a *Analyzer) foldHalf(st []slice, merge bool) []slice {
 				continue
 			}
 			idx[i] = int32(len(out))
-			out = append(out, slice{start: c.start, end: c.end, key: c.end - c.start, seq: c.seq, sum: c.sum,
+			out = append(out, slice{start: c.start, end: c.end, seq: c.seq, sum: c.sum,
 				parent: parent, depth: c.depth, name: -1, line: c.line})
 		}
 	}
