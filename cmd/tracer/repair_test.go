@@ -226,3 +226,28 @@ func TestRepairKeepsWhatPerfettoReads(t *testing.T) {
 		})
 	}
 }
+
+// TestRepairCorpusKeepsPerfettoSlices repairs every file of other tools'
+// making that Perfetto loads, and checks that Perfetto finds in the
+// repaired file every slice it found in the file itself.
+func TestRepairCorpusKeepsPerfettoSlices(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(corpusDir, "verdicts.json"))
+	require.NoError(t, err)
+	var verdicts map[string]verdict
+	require.NoError(t, json.Unmarshal(data, &verdicts))
+	dir := t.TempDir()
+	const q = "select count(*) as n, coalesce(sum(dur), 0) as total from slice where dur >= 0;"
+	for name, v := range verdicts {
+		if v.Perfetto == "refuses the file" || v.Perfetto == "shows nothing" {
+			continue
+		}
+		t.Run(name, func(t *testing.T) {
+			in := filepath.Join(corpusDir, name)
+			out := filepath.Join(dir, name)
+			code, _, stderr := runCmd("repair", "-q", "-o", out, in)
+			require.Equal(t, 0, code, stderr)
+			strictEvents(t, out)
+			assert.Equal(t, tracecheck.Query(t, in, q), tracecheck.Query(t, out, q))
+		})
+	}
+}
