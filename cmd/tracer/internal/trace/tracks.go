@@ -275,14 +275,15 @@ func (a *Analyzer) add(t *track, s, e int64, name int32, line int, be bool, seq 
 // durations are in their top slices' kids and sums.
 func (t *track) collapse() []slice {
 	st := t.stack
-	out := st[:t.roots]
-	for _, c := range st[t.roots:] {
-		if c.parent < 0 {
-			out = append(out, c)
+	out := t.roots
+	for i := t.roots; i < len(st); i++ {
+		if st[i].parent < 0 {
+			st[out] = st[i]
+			out++
 		}
 	}
-	t.roots = len(out)
-	return out
+	t.roots = out
+	return st[:out]
 }
 
 // adopted marks the new children of a slice being put in a tree.
