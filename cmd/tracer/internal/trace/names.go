@@ -56,7 +56,7 @@ func (a *Analyzer) name(s Str) int32 {
 		a.decoded = s.Append(a.decoded[:0])
 		raw = a.decoded
 	}
-	if a.grouped && hasDigit(raw) {
+	if a.grouped {
 		a.groupKey = digitsGroup(a.groupKey[:0], raw)
 		if a.example == "" && len(a.groupKey) != len(raw) {
 			a.example = string(raw)

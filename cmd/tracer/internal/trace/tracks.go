@@ -155,8 +155,8 @@ func (a *Analyzer) add(t *track, s, e int64, name int32, line int, be bool, seq 
 		t.roots++
 		t.levels = max(t.levels, 1)
 		if len(st) > maxStack {
-			st = a.fold(st)
-			t.roots = 0
+			st = a.fold(st, t.roots)
+			t.roots = topPrefix(st)
 		}
 		t.stack = st
 		a.resolveFlows(t, s, e)
@@ -263,8 +263,8 @@ func (a *Analyzer) add(t *track, s, e int64, name int32, line int, be bool, seq 
 		t.roots++
 	}
 	if len(st) > maxStack {
-		st = a.fold(st)
-		t.roots = 0
+		st = a.fold(st, t.roots)
+		t.roots = topPrefix(st)
 	}
 	t.stack = st
 	a.resolveFlows(t, s, e)
@@ -294,18 +294,36 @@ const adopted = math.MinInt32
 // top slices (their sums hold it): only a later slice that begins
 // inside one of them would need it. If that is not enough, it folds
 // those top slices into one summary entry per parent.
-func (a *Analyzer) fold(st []slice) []slice {
-	st = a.foldHalf(st, false)
-	if len(st) > maxStack*3/4 {
-		st = a.foldHalf(st, true)
+func (a *Analyzer) fold(st []slice, roots int) []slice {
+	if roots < len(st)/2 {
+		// There are slices below top ones to drop.
+		if st = a.foldOlder(st, len(st)/2, false); len(st) <= maxStack*3/4 {
+			return st
+		}
 	}
-	return st
+	// Top slices only (a goroutine whose whole life is one span, in end
+	// order): all but the newest keepNewest are folded, so that this is
+	// rare.
+	return a.foldOlder(st, len(st)-keepNewest, true)
 }
 
-// foldHalf drops the descendants of the finished subtrees of the older
-// half of st and, if merge, folds their top slices too.
-func (a *Analyzer) foldHalf(st []slice, merge bool) []slice {
-	n := len(st) / 2
+// topPrefix returns how many slices at the start of st are top ones.
+func topPrefix(st []slice) int {
+	for i := range st {
+		if st[i].parent >= 0 {
+			return i
+		}
+	}
+	return len(st)
+}
+
+// keepNewest is how many of the newest slices a fold of top slices keeps
+// apart.
+const keepNewest = 256
+
+// foldOlder drops the descendants of the finished subtrees of st[:n]
+// and, if merge, folds their top slices too.
+func (a *Analyzer) foldOlder(st []slice, n int, merge bool) []slice {
 	idx := slices.Grow(a.foldIdx[:0], n)[:n]     // new index of st[i], or -1
 	chain := slices.Grow(a.foldChain[:0], n)[:n] // st[i] is around st[n]: it stays
 	clear(chain)
