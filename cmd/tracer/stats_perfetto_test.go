@@ -45,7 +45,10 @@ var statsShapes = map[string]shape{
 	"recursion":       {order: "end", recurse: 0.7, pids: 1, tids: 2, depth: 8, fanout: 3},
 	"everything":      {order: "shuffle", cut: 0.3, zero: 0.2, flush: 0.4, recurse: 0.5, pids: 3, tids: 3, depth: 6, fanout: 4, async: true},
 	// More slices than a track keeps apart: the older are folded.
-	"folded":       {order: "end", cut: 0.1, pids: 1, tids: 1, depth: 4, fanout: 800, short: true},
+	"folded": {order: "end", cut: 0.1, pids: 1, tids: 1, depth: 4, fanout: 800, short: true},
+	// More top slices than maxStack: the children of a span that ends
+	// later (in end order), kept apart.
+	"wide":         {order: "end", cut: 0.1, pids: 1, tids: 1, depth: 3, fanout: 6000, short: true},
 	"folded start": {order: "start", pids: 1, tids: 1, depth: 3, fanout: 6000, short: true},
 	"merged":       {order: "end", cut: 0.2, zero: 0.1, flush: 0.3, recurse: 0.3, pids: 4, tids: 2, depth: 5, fanout: 3, async: true, instants: true},
 	"instants":     {order: "end", zero: 0.2, flush: 0.4, pids: 1, tids: 2, depth: 4, fanout: 3, instants: true},

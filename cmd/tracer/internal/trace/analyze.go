@@ -56,6 +56,7 @@ type Analyzer struct {
 	procIdx    map[int64]*Process
 	decoded    []byte
 	foldIdx    []int32
+	stacked    int // the slices of every track's tree
 	foldChain  []bool
 	flows      map[string]int32 // open flow ids: the line of their s
 	flowKey    []byte

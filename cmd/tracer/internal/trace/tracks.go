@@ -30,17 +30,26 @@ import (
 // its children. Self and busy time are adjusted as the tree changes, so
 // they are right at any point, whatever the order of the file.
 //
-// The tree can grow with the file (a goroutine whose whole life is one
-// span holds every span of its life until it ends), so past maxStack
-// entries the older half is folded: every finished subtree (one not
-// around a newer slice) becomes part of one summary entry per parent,
-// which keeps the extent and total duration of its top slices. A later
-// slice that contains a summary still gets its self and busy time
-// right; one that begins inside a summary is nested in the summary's
-// parent, and not checked for overlap with what was folded.
+// The tree can grow with the file: a goroutine whose whole life is one
+// span holds every span of its life until it ends. Past maxStack
+// entries, what lies below the top slices of finished subtrees is
+// dropped (their sums hold it). The top slices themselves (in a file in
+// end order, the children of a span that has not ended yet) are kept
+// apart up to maxTop per track and maxStacked in all: past that, all but
+// the newest keepNewest are folded into one summary entry per parent,
+// which keeps their extent and total duration. A later slice that
+// contains a summary still gets its self and busy time right; one that
+// begins inside a summary is nested in the summary's parent, and not
+// checked for overlap with what was folded: a span that began among
+// them would miss the time of those after its start.
 
-// maxStack is the most slices a track keeps apart; see above.
+// maxStack is how many slices a track keeps before it drops the slices
+// below top ones.
 const maxStack = 4096
+
+// maxTop is the most slices a track keeps apart (64 bytes each), and
+// maxStacked the most all tracks keep apart together (vars for tests).
+var maxTop, maxStacked = 1 << 16, 1 << 18
 
 // orderedAfter is how many slices of a track in end order come before
 // its trees are summed up as they complete.
@@ -135,6 +144,7 @@ func (a *Analyzer) add(t *track, s, e int64, name int32, line int, be bool, seq 
 	// ends before one that came before it on its track; the first
 	// slices of a track are kept whole, for a file in no order to show
 	// it first.
+	before := len(t.stack)
 	if t.slices > 0 && e < t.last {
 		a.unordered = true
 	}
@@ -154,11 +164,7 @@ func (a *Analyzer) add(t *track, s, e int64, name int32, line int, be bool, seq 
 		t.busy += e - s
 		t.roots++
 		t.levels = max(t.levels, 1)
-		if len(st) > maxStack {
-			st = a.fold(st, t.roots)
-			t.roots = topPrefix(st)
-		}
-		t.stack = st
+		t.stack = a.bound(t, st, before)
 		a.resolveFlows(t, s, e)
 		return e
 	}
@@ -182,6 +188,7 @@ func (a *Analyzer) add(t *track, s, e int64, name int32, line int, be bool, seq 
 			a.overlap(t, line, name, s, e, q)
 			a.addSelf(name, e-s)
 			t.busy += e - s
+			a.stacked += len(t.stack) - before // collapse may have dropped some
 			a.resolveFlows(t, s, e)
 			return e
 		}
@@ -262,11 +269,7 @@ func (a *Analyzer) add(t *track, s, e int64, name int32, line int, be bool, seq 
 	default:
 		t.roots++
 	}
-	if len(st) > maxStack {
-		st = a.fold(st, t.roots)
-		t.roots = topPrefix(st)
-	}
-	t.stack = st
+	t.stack = a.bound(t, st, before)
 	a.resolveFlows(t, s, e)
 	return e
 }
@@ -289,22 +292,32 @@ func (t *track) collapse() []slice {
 // adopted marks the new children of a slice being put in a tree.
 const adopted = math.MinInt32
 
-// fold makes room in st, and returns the tree that is left. It first
-// drops what the older half of st holds below its finished subtrees'
-// top slices (their sums hold it): only a later slice that begins
-// inside one of them would need it. If that is not enough, it folds
-// those top slices into one summary entry per parent.
-func (a *Analyzer) fold(st []slice, roots int) []slice {
-	if roots < len(st)/2 {
-		// There are slices below top ones to drop.
-		if st = a.foldOlder(st, len(st)/2, false); len(st) <= maxStack*3/4 {
-			return st
+// bound keeps t's tree st, which had before slices when add began,
+// within the limits (see above), and returns it.
+func (a *Analyzer) bound(t *track, st []slice, before int) []slice {
+	if len(st) > maxStack && len(st)-t.roots > maxStack/2 {
+		// Many slices that may not be top ones: drop those below.
+		st = a.foldOlder(st, t.open, t.roots, len(st)-keepNewest, false)
+		t.roots = topPrefix(st)
+	}
+	a.stacked += len(st) - before
+	if len(st) > maxTop || len(st) > maxStack && a.stacked > maxStacked {
+		n := len(st)
+		st = a.foldOlder(st, t.open, 0, len(st)-keepNewest, true)
+		t.roots = topPrefix(st)
+		a.stacked -= n - len(st)
+	}
+	return st
+}
+
+// opensBetween reports whether one of opens began in (from, to].
+func opensBetween(opens []openSpan, from, to int64) bool {
+	for _, o := range opens {
+		if from < o.ts && o.ts <= to {
+			return true
 		}
 	}
-	// Top slices only (a goroutine whose whole life is one span, in end
-	// order): all but the newest keepNewest are folded, so that this is
-	// rare.
-	return a.foldOlder(st, len(st)-keepNewest, true)
+	return false
 }
 
 // topPrefix returns how many slices at the start of st are top ones.
@@ -321,17 +334,25 @@ func topPrefix(st []slice) int {
 // apart.
 const keepNewest = 256
 
-// foldOlder drops the descendants of the finished subtrees of st[:n]
-// and, if merge, folds their top slices too.
-func (a *Analyzer) foldOlder(st []slice, n int, merge bool) []slice {
+// foldOlder drops the descendants of the finished subtrees of st[from:n]
+// and, if merge, folds their top slices too; st[:from] are top slices. A
+// summary never holds slices on both sides of the start of an open B
+// (in opens): the slice its E makes will hold those after.
+func (a *Analyzer) foldOlder(st []slice, opens []openSpan, from, n int, merge bool) []slice {
+	if from >= n {
+		return st
+	}
 	idx := slices.Grow(a.foldIdx[:0], n)[:n]     // new index of st[i], or -1
 	chain := slices.Grow(a.foldChain[:0], n)[:n] // st[i] is around st[n]: it stays
 	clear(chain)
 	for p := st[n].parent; p >= 0; p = st[p].parent {
 		chain[p] = true
 	}
-	out := st[:0] // never past the entry being read
-	for i := range n {
+	for i := range from {
+		idx[i] = int32(i) // a top slice: it stays where it is
+	}
+	out := st[:from] // never past the entry being read
+	for i := from; i < n; i++ {
 		c := st[i]
 		switch {
 		case chain[i]:
@@ -353,7 +374,7 @@ func (a *Analyzer) foldOlder(st []slice, n int, merge bool) []slice {
 				out = append(out, c)
 				continue
 			}
-			if last := len(out) - 1; last >= 0 && out[last].name < 0 && out[last].parent == parent {
+			if last := len(out) - 1; last >= 0 && out[last].name < 0 && out[last].parent == parent && !opensBetween(opens, out[last].start, c.start) {
 				f := &out[last]
 				f.end = max(f.end, c.end)
 				f.sum += c.sum
