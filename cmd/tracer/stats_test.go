@@ -3,10 +3,12 @@ package main
 import (
 	"cmp"
 	"encoding/json"
+	"fmt"
 	"math"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/gotracer/tracer/cmd/tracer/internal/trace"
@@ -149,4 +151,31 @@ func TestStatsLibraryFile(t *testing.T) {
 		assert.Equal(t, busy[tr.Tid], tr.Busy, "tid %s", tr.Tid)
 		assert.InDelta(t, float64(tr.Busy)/float64(got.Duration), tr.Share, 1e-9)
 	}
+}
+
+// TestNamesThatHoldIds checks what check and stats say of a file whose
+// span names hold ids: a note, not a problem, and one row for them all.
+func TestNamesThatHoldIds(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("[\n")
+	const n = 12_000
+	for i := range n {
+		fmt.Fprintf(&b, `{"name":"request %d","ph":"X","ts":%d,"dur":1,"pid":1,"tid":1},`+"\n", i, 2*i)
+	}
+	b.WriteString(`{"name":"request 1","ph":"X","ts":0,"dur":1000000,"pid":1,"tid":2}` + "\n]")
+	path := writeFile(t, t.TempDir(), "ids.json", b.String())
+
+	code, stdout, stderr := runCmd("check", path)
+	assert.Equal(t, 0, code, stderr)
+	assert.Contains(t, stdout, path+`: note: more than 10000 span names: names that differ only in digits are counted as one ("request 0" as "request <n>")`)
+	assert.Contains(t, stdout, path+": ok, 12001 events")
+
+	code, stdout, _ = runCmd("stats", "-json", path)
+	require.Equal(t, 0, code)
+	var s Stats
+	require.NoError(t, json.Unmarshal([]byte(stdout), &s))
+	require.Len(t, s.Spans, 1)
+	assert.Equal(t, SpanStats{Name: "request <n>", Count: n + 1, Total: (n + 1_000_000) * 1000, Self: (n + 1_000_000) * 1000,
+		Mean: (n + 1_000_000) * 1000 / (n + 1), P50: s.Spans[0].P50, P95: s.Spans[0].P95, P99: s.Spans[0].P99, Max: 1_000_000_000}, s.Spans[0])
+	assert.NotEmpty(t, s.Note)
 }

@@ -28,7 +28,8 @@ import (
 // would: after the slices that sort before it, inside the latest of them
 // that contains it, around the following ones it contains, which become
 // its children. Self and busy time are adjusted as the tree changes, so
-// they are right at any point, whatever the order of the file.
+// they are right at any point, whatever the order of the file, as far as
+// the tree keeps the slices apart (below).
 //
 // The tree can grow with the file: a goroutine whose whole life is one
 // span holds every span of its life until it ends. Past maxStack
