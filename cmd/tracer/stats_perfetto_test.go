@@ -20,7 +20,7 @@ import (
 // slices, the count, total and self time (duration less the direct
 // children's) of the slices that ended.
 const perfettoNames = `select s.name as name, count(*) as n, sum(s.dur) as total,
-  sum(s.dur - coalesce((select sum(c.dur) from slice c where c.parent_id = s.id), 0)) as self
+  sum(s.dur - coalesce((select sum(c.dur) from slice c where c.parent_id = s.id and c.dur >= 0), 0)) as self
 from slice s join thread_track tt on s.track_id = tt.id
 where s.dur >= 0 group by s.name;`
 
