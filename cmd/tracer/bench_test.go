@@ -1,8 +1,12 @@
 package main
 
 import (
+	"bufio"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -62,5 +66,74 @@ func BenchmarkStats(b *testing.B) {
 	for b.Loop() {
 		_, err := computeStats(path, true)
 		require.NoError(b, err)
+	}
+}
+
+// idsFile returns a plain trace of 2,000,000 top-level spans on 8
+// threads, each named with its request id ("request 1234"): a name per
+// span, as some producers write them (164 MB).
+func idsFile(b *testing.B) string {
+	path := filepath.Join(b.TempDir(), "ids.json")
+	f, err := os.Create(path)
+	require.NoError(b, err)
+	w := bufio.NewWriterSize(f, 1<<20)
+	w.WriteString("[\n" + `{"name":"process_name","ph":"M","pid":1,"tid":0,"args":{"name":"server"}},` + "\n")
+	var ts [8]int64
+	for i := range 2_000_000 {
+		tid := i % 8
+		dur := int64(1000 + i*7919%50000)
+		fmt.Fprintf(w, `{"name":"request %d","ph":"X","ts":%s,"dur":%s,"pid":1,"tid":%d},`+"\n",
+			i, trace.AppendMicros(nil, ts[tid]), trace.AppendMicros(nil, dur), tid+1)
+		ts[tid] += dur + 500
+	}
+	w.WriteString(`{"name":"end","ph":"i","s":"t","ts":0,"pid":1,"tid":1}` + "\n]\n")
+	require.NoError(b, w.Flush())
+	require.NoError(b, f.Close())
+	b.SetBytes(fileSize(b, path))
+	b.ResetTimer()
+	return path
+}
+
+// reportPeakRSS reports the peak resident memory of the process so far,
+// where /proc tells it (Linux).
+func reportPeakRSS(b *testing.B) {
+	status, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		if kb, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			n, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(kb), " kB"), 64)
+			if err == nil {
+				b.ReportMetric(n/1024, "peak-RSS-MB")
+			}
+		}
+	}
+}
+
+// BenchmarkCheckDistinctNames measures tracer check on idsFile.
+func BenchmarkCheckDistinctNames(b *testing.B) {
+	path := idsFile(b)
+	defer reportPeakRSS(b)
+	defer reportCPU(b, fileSize(b, path), cpuTime())
+	for b.Loop() {
+		var note string
+		problems, _, err := checkFile(path, true, func(p trace.Problem) { b.Log(p) }, &note)
+		require.NoError(b, err)
+		require.Empty(b, problems)
+		require.NotEmpty(b, note, "the user is told of the names")
+	}
+}
+
+// BenchmarkStatsDistinctNames measures tracer stats on idsFile.
+func BenchmarkStatsDistinctNames(b *testing.B) {
+	path := idsFile(b)
+	defer reportPeakRSS(b)
+	defer reportCPU(b, fileSize(b, path), cpuTime())
+	for b.Loop() {
+		s, err := computeStats(path, true)
+		require.NoError(b, err)
+		require.Equal(b, "request <n>", s.Spans[0].Name, "one row for 2,000,000 names")
+		require.NotEmpty(b, s.Note)
 	}
 }

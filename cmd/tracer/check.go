@@ -23,14 +23,19 @@ func runCheck(args []string, stdout, stderr io.Writer) error {
 	}
 	bad := false
 	for _, path := range fs.Args() {
+		var note string
 		problems, events, err := checkFile(path, *quiet, func(p trace.Problem) {
 			fmt.Fprintf(stdout, "%s:%d: %s\n", path, p.Line, p.Msg)
-		})
+		}, &note)
 		if err != nil {
 			// Go on with the other files; the status says it failed.
 			fmt.Fprintf(stderr, "tracer check: %v\n", err)
 			bad = true
 			continue
+		}
+		if note != "" {
+			// Not a problem for the viewers: the file is still ok.
+			fmt.Fprintf(stdout, "%s: note: %s\n", path, note)
 		}
 		if len(problems) == 0 {
 			fmt.Fprintf(stdout, "%s: ok, %d events\n", path, events)
@@ -47,8 +52,9 @@ func runCheck(args []string, stdout, stderr io.Writer) error {
 }
 
 // checkFile checks the file at path, passing each problem to report, and
-// returns the number of problems of each kind and the number of events.
-func checkFile(path string, quiet bool, report func(trace.Problem)) (map[trace.Kind]int, int64, error) {
+// returns the number of problems of each kind and the number of events;
+// note, if not nil, gets what the user should know that is no problem.
+func checkFile(path string, quiet bool, report func(trace.Problem), note ...*string) (map[trace.Kind]int, int64, error) {
 	problems := map[trace.Kind]int{}
 	onProblem := func(p trace.Problem) {
 		problems[p.Kind]++
@@ -69,6 +75,9 @@ func checkFile(path string, quiet bool, report func(trace.Problem)) (map[trace.K
 		return nil, 0, fmt.Errorf("%s: %w", path, err)
 	}
 	a.Finish(in.crashed())
+	for _, n := range note {
+		*n = a.Note()
+	}
 	return problems, a.Events, nil
 }
 

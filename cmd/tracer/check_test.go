@@ -28,7 +28,19 @@ func TestCheckBroken(t *testing.T) {
 		{"syntax", "[\n" + ev + ",\n" + `{"name":"a","ph":"X","ts":1,,"pid":1},` + "\n" + ev + ",\n", 3, trace.KindSyntax},
 		{"torn last line", "[\n" + ev + ",\n" + `{"name":"a","ph":"X","t`, 3, trace.KindTorn},
 		{"invalid UTF-8", "[\n" + `{"name":"caf` + "\xe9" + `","ph":"i","ts":1,"pid":1,"tid":1}` + ",\n", 2, trace.KindUTF8},
-		{"control character", "[\n" + ev + ",\n" + `{"name":"a` + "\x07" + `","ph":"i","ts":1,"pid":1,"tid":1}` + ",\n", 3, trace.KindSyntax},
+		{"control character", "[\n" + ev + ",\n" + `{"name":"a` + "\x07" + `","ph":"i","ts":1,"pid":1,"tid":1}` + ",\n", 3, trace.KindStrict},
+		{"raw newline in a string", "[" + `{"name":"a` + "\n" + `b","ph":"X","ts":1,"dur":1,"pid":1,"tid":1}` + "]", 1, trace.KindStrict},
+		{"comma before } in args", "[\n" + `{"name":"a","ph":"X","ts":1,"dur":1,"pid":1,"tid":1,"args":{"k":1,}}` + "\n]", 2, trace.KindStrict},
+		{"systemTraceEvents not a string", `{"traceEvents":[` + ev + `],` + "\n" + `"systemTraceEvents":{}}`, 2, trace.KindFraming},
+		{"legacy T event", "[\n" + ev + ",\n" + `{"name":"op","cat":"c","ph":"T","id":1,"ts":2,"pid":1,"tid":1}` + "\n]", 3, trace.KindPhase},
+		{"S without id", "[\n" + ev + ",\n" + `{"name":"op","cat":"c","ph":"S","ts":2,"pid":1,"tid":1}` + "\n]", 3, trace.KindAsync},
+		{"X without pid", "[\n" + ev + ",\n" + `{"name":"a","ph":"X","ts":1,"dur":1,"tid":1}` + "\n]", 3, trace.KindPid},
+		{"E of no open B", "[\n" + `{"name":"a","ph":"B","ts":5,"pid":1,"tid":1},` + "\n" + `{"name":"b","ph":"E","ts":6,"pid":1,"tid":1}` + "\n]", 3, trace.KindNesting},
+		{"B and E across the end of an X", "[\n" + `{"name":"x","ph":"X","ts":0,"dur":5,"pid":1,"tid":1},` + "\n" + `{"name":"b","ph":"B","ts":1,"pid":1,"tid":1},` + "\n" + `{"name":"b","ph":"E","ts":10,"pid":1,"tid":1}` + "\n]", 3, trace.KindNesting},
+		{"flow duplicate id", "[\n" + `{"name":"a","ph":"X","ts":0,"dur":5,"pid":1,"tid":1},` + "\n" + `{"name":"f","cat":"c","ph":"s","id":1,"ts":1,"pid":1,"tid":1},` + "\n" + `{"name":"f","cat":"c","ph":"s","id":1,"ts":2,"pid":1,"tid":1}` + "\n]", 4, trace.KindFlow},
+		{"negative ts", "[\n" + ev + ",\n" + `{"name":"a","ph":"X","ts":-5,"dur":1,"pid":1,"tid":1}` + "\n]", 3, trace.KindTS},
+		{"ts a string of no number", "[\n" + ev + ",\n" + `{"name":"a","ph":"X","ts":"+5","dur":1,"pid":1,"tid":1}` + "\n]", 3, trace.KindTS},
+		{"deeper than 512", "[\n" + strings.Repeat(`{"name":"r","ph":"B","ts":1,"pid":1,"tid":1},`+"\n", 600) + strings.Repeat(`{"name":"r","ph":"E","ts":2,"pid":1,"tid":1},`+"\n", 600), 89, trace.KindDepth}, // the B of the slice 513 levels high
 		{"no [{ at the start", "[" + strings.Repeat(" ", 200) + ev + "]", 1, trace.KindDetect},
 		{"only [", "[\n", 1, trace.KindDetect},
 		{"negative pid", "[\n" + `{"name":"a","ph":"i","ts":1,"pid":-1,"tid":1}` + "\n]", 2, trace.KindIDs},
@@ -43,7 +55,7 @@ func TestCheckBroken(t *testing.T) {
 		{"unknown phase", "[\n" + ev + ",\n" + `{"name":"a","ph":"Q","ts":2,"pid":1,"tid":1}` + "\n]", 3, trace.KindPhase},
 		{"no phase", "[\n" + ev + ",\n" + `{"name":"a","ts":2,"pid":1,"tid":1}` + "\n]", 3, trace.KindPhase},
 		{"no ts", "[\n" + ev + ",\n" + `{"name":"a","ph":"i","pid":1,"tid":1}` + "\n]", 3, trace.KindTS},
-		{"counter with a string", "[\n" + ev + ",\n" + `{"name":"c","ph":"C","ts":2,"pid":1,"args":{"v":"1"}}` + "\n]", 3, trace.KindCounter},
+		{"counter with a string", "[\n" + ev + ",\n" + `{"name":"c","ph":"C","ts":2,"pid":1,"args":{"v":"1x"}}` + "\n]", 3, trace.KindCounter},
 		{"missing comma", "[\n" + ev + "\n" + ev + "\n]", 3, trace.KindFraming},
 		{"comma before ]", "[\n" + ev + ",\n]", 3, trace.KindFraming},
 		{"text after the array", "[\n" + ev + "\n]\nxyz", 4, trace.KindFraming},
@@ -68,6 +80,34 @@ func TestCheckBroken(t *testing.T) {
 			assert.Equal(t, 1, code)
 			assert.Contains(t, stdout, path+":"+itoa(tt.line)+": ")
 			assert.Empty(t, stderr)
+		})
+	}
+}
+
+// TestCheckAccepts runs check on hand-made files that are not as the
+// tracer package writes them but that both viewers load whole: check
+// must find nothing.
+func TestCheckAccepts(t *testing.T) {
+	tests := map[string]string{
+		"pretty-printed":           "[\n  {\n    \"name\": \"a\",\n    \"ph\": \"X\",\n    \"ts\": 1,\n    \"dur\": 2,\n    \"pid\": 1,\n    \"tid\": 1\n  }\n]",
+		"white space first":        strings.Repeat(" ", 100) + "[" + ev + "]",
+		"numbers in strings":       `[{"name":"a","ph":"X","ts":"100.5","dur":"2","pid":1,"tid":1},{"name":"b","ph":"X","ts":"2e2","dur":1,"pid":1,"tid":1}]`,
+		"counter values strings":   `[{"name":"c","ph":"C","ts":1,"pid":1,"args":{"v":".75"}},{"name":"c","ph":"C","ts":2,"pid":1,"args":{"v":"+10.5"}},{"name":"c","ph":"C","ts":3,"pid":1,"args":{"v":"050"}}]`,
+		"systemTraceEvents":        `{"traceEvents":[` + ev + `],"systemTraceEvents":"# tracer: nop\n"}`,
+		"E without name":           `[{"name":"a","ph":"B","ts":1,"pid":1,"tid":1},{"ph":"E","ts":2,"pid":1,"tid":1}]`,
+		"global instant, no pid":   `[` + ev + `,{"name":"g","ph":"i","s":"g","ts":1}]`,
+		"512 deep":                 "[" + strings.Repeat(`{"name":"r","ph":"B","ts":1,"pid":1,"tid":1},`, 512) + strings.Repeat(`{"name":"r","ph":"E","ts":2,"pid":1,"tid":1},`, 511) + `{"name":"r","ph":"E","ts":2,"pid":1,"tid":1}]`,
+		"zero-length at the end":   `[{"name":"p","ph":"X","ts":0,"dur":5,"pid":1,"tid":1},{"name":"c","ph":"X","ts":5,"dur":0,"pid":1,"tid":1}]`,
+		"unknown top-level member": `{"otherData":{"v":1},"traceEvents":[` + ev + `],"metadata":{"x":[1]}}`,
+	}
+	dir := t.TempDir()
+	for name, content := range tests {
+		t.Run(name, func(t *testing.T) {
+			path := writeFile(t, dir, strings.ReplaceAll(name, " ", "_")+".json", content)
+			var got []trace.Problem
+			_, _, err := checkFile(path, true, func(p trace.Problem) { got = append(got, p) })
+			require.NoError(t, err)
+			assert.Empty(t, got)
 		})
 	}
 }

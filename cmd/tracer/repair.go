@@ -62,7 +62,7 @@ func repairedName(path string) string {
 // repair writes the events of the file at path that the viewers can read
 // to dst as a strict-JSON trace, and says on report what it changed.
 func repair(path, dst string, closeOpen, inPlace, quiet bool, stdout, report io.Writer) error {
-	var dropped, fixed int
+	var dropped, fixed, rewritten int
 	in, err := openInput(path, quiet, func(p trace.Problem) {
 		switch p.Kind {
 		case trace.KindSyntax, trace.KindTorn:
@@ -75,6 +75,10 @@ func repair(path, dst string, closeOpen, inPlace, quiet bool, stdout, report io.
 			fmt.Fprintf(report, "%s:%d: fixed: %s\n", path, p.Line, p.Msg)
 		case trace.KindUTF8:
 			fixed++
+		case trace.KindStrict:
+			// The event is kept, rewritten as JSON.
+			rewritten++
+			fmt.Fprintf(report, "%s:%d: fixed: %s\n", path, p.Line, p.Msg)
 		}
 	})
 	if err != nil {
@@ -115,6 +119,9 @@ func repair(path, dst string, closeOpen, inPlace, quiet bool, stdout, report io.
 	var did []string
 	if dropped > 0 {
 		did = append(did, fmt.Sprintf("dropped %d broken events", dropped))
+	}
+	if rewritten > 0 {
+		did = append(did, fmt.Sprintf("rewrote %d events as JSON", rewritten))
 	}
 	if fixed > 0 {
 		did = append(did, fmt.Sprintf("replaced invalid UTF-8 in %d events", fixed))

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/gotracer/tracer/cmd/tracer/internal/trace"
+	"github.com/gotracer/tracer/internal/tracecheck"
 	"github.com/klauspost/compress/gzip"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -186,5 +187,67 @@ func importers(t *testing.T, files ...string) {
 				assert.True(t, strings.HasPrefix(w.Type, "flow_slice_"), "%s %s: %s", tool, r.File, w.Message)
 			}
 		}
+	}
+}
+
+// TestRepairKeepsWhatPerfettoReads repairs files that are not JSON but
+// that Perfetto reads whole (chrome://tracing refuses them): the repair
+// keeps every event, as strict JSON, and Perfetto finds the same slices
+// in it as in the input.
+func TestRepairKeepsWhatPerfettoReads(t *testing.T) {
+	x := func(name string, ts int, args string) string {
+		return `{"name":"` + name + `","ph":"X","ts":` + itoa(ts) + `,"dur":1,"pid":1,"tid":1` + args + `}`
+	}
+	tests := map[string]struct {
+		content string
+		events  int
+	}{
+		"comma in args, one line": {"[" + x("a", 1, `,"args":{"k":1,}`) + "," + x("b", 3, "") + "]", 2},
+		"commas in nested args":   {"[\n" + x("a", 1, `,"args":{"k":[1,2,],"m":{"x":1,},}`) + ",\n" + x("b", 3, "") + "\n]", 2},
+		"raw newline in a name":   {"[" + x("a\nb", 1, "") + "," + x("c", 3, "") + "]", 2},
+		"raw tab in an arg":       {"[\n" + x("a", 1, `,"args":{"s":"x`+"\t"+`y"}`) + ",\n" + x("b", 3, "") + "\n]", 2},
+	}
+	dir := t.TempDir()
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			in := writeFile(t, dir, strings.ReplaceAll(name, " ", "_")+".json", tt.content)
+			out := filepath.Join(dir, strings.ReplaceAll(name, " ", "_")+".out.json")
+			code, _, stderr := runCmd("repair", "-o", out, in)
+			require.Equal(t, 0, code, stderr)
+			assert.Contains(t, stderr, "fixed: ")
+			assert.Contains(t, stderr, "rewrote 1 events as JSON")
+			evs := strictEvents(t, out)
+			require.Len(t, evs, tt.events)
+			code, stdout, _ := runCmd("check", out)
+			assert.Equal(t, 0, code, stdout)
+
+			const q = "select count(*) as n, group_concat(name, '|') as names from slice;"
+			assert.Equal(t, tracecheck.Query(t, in, q), tracecheck.Query(t, out, q), "Perfetto's slices")
+		})
+	}
+}
+
+// TestRepairCorpusKeepsPerfettoSlices repairs every file of other tools'
+// making that Perfetto loads, and checks that Perfetto finds in the
+// repaired file every slice it found in the file itself.
+func TestRepairCorpusKeepsPerfettoSlices(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(corpusDir, "verdicts.json"))
+	require.NoError(t, err)
+	var verdicts map[string]verdict
+	require.NoError(t, json.Unmarshal(data, &verdicts))
+	dir := t.TempDir()
+	const q = "select count(*) as n, coalesce(sum(dur), 0) as total from slice where dur >= 0;"
+	for name, v := range verdicts {
+		if v.Perfetto == "refuses the file" || v.Perfetto == "shows nothing" {
+			continue
+		}
+		t.Run(name, func(t *testing.T) {
+			in := filepath.Join(corpusDir, name)
+			out := filepath.Join(dir, name)
+			code, _, stderr := runCmd("repair", "-q", "-o", out, in)
+			require.Equal(t, 0, code, stderr)
+			strictEvents(t, out)
+			assert.Equal(t, tracecheck.Query(t, in, q), tracecheck.Query(t, out, q))
+		})
 	}
 }

@@ -29,6 +29,9 @@ type Stats struct {
 	Spans    []SpanStats    `json:"spans"`
 	Tracks   []TrackStats   `json:"tracks"`
 	Counters []CounterStats `json:"counters"`
+	// Note says what the user should know of the span names: that names
+	// which differ only in digits were counted as one.
+	Note string `json:"note,omitempty"`
 	// QuantileError is the relative error of P50, P95 and P99.
 	QuantileError float64 `json:"quantile_error"`
 }
@@ -114,6 +117,9 @@ func runStats(args []string, stdout, stderr io.Writer) error {
 	if s.Problems > 0 {
 		fmt.Fprintf(stderr, "tracer stats: %s has %d %s: run tracer check\n", s.File, s.Problems, plural(s.Problems, "problem"))
 	}
+	if s.Note != "" {
+		fmt.Fprintf(stderr, "tracer stats: %s: %s\n", s.File, s.Note)
+	}
 	return printStats(stdout, s, *top)
 }
 
@@ -137,7 +143,7 @@ func computeStats(path string, quiet bool) (*Stats, error) {
 		return nil, fmt.Errorf("%s: no events read, and %d %s: run tracer check", path, problems, plural(problems, "problem"))
 	}
 
-	s := &Stats{File: path, Events: a.Events, Problems: problems, QuantileError: trace.SketchError}
+	s := &Stats{File: path, Events: a.Events, Problems: problems, QuantileError: trace.SketchError, Note: a.Note()}
 	if a.HasTS {
 		s.Start, s.End, s.Duration = a.MinTS, a.MaxTS, a.MaxTS-a.MinTS
 	}

@@ -3,10 +3,12 @@ package main
 import (
 	"cmp"
 	"encoding/json"
+	"fmt"
 	"math"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/gotracer/tracer/cmd/tracer/internal/trace"
@@ -77,7 +79,8 @@ func roundQuantiles(spans []SpanStats) []SpanStats {
 
 // TestStatsLibraryFile checks stats on a file the tracer package wrote
 // against numbers worked out here from the events parsed by
-// encoding/json: per name, count, total and max exactly, self time by a
+// encoding/json, its X events and thread instants (which Perfetto shows
+// as slices of no duration): per name, count, total and max exactly, self time by a
 // sort and a stack, percentiles within the sketch's error; per track,
 // busy time as the union of its slices.
 func TestStatsLibraryFile(t *testing.T) {
@@ -94,8 +97,13 @@ func TestStatsLibraryFile(t *testing.T) {
 	byTrack := map[string][]slice{}
 	durs := map[string][]int64{}
 	for _, e := range strictEvents(t, path) {
-		if e["ph"] != "X" {
+		// X events, and instants of a thread: Perfetto's thread slices.
+		instant := (e["ph"] == "i" || e["ph"] == "I") && (e["s"] == nil || e["s"] == "t")
+		if e["ph"] != "X" && !instant {
 			continue
+		}
+		if instant {
+			e["dur"] = 0.0
 		}
 		s := slice{e["name"].(string), ns(e["ts"]), ns(e["ts"]) + ns(e["dur"])}
 		tid := strconv.FormatFloat(e["tid"].(float64), 'f', -1, 64)
@@ -143,4 +151,31 @@ func TestStatsLibraryFile(t *testing.T) {
 		assert.Equal(t, busy[tr.Tid], tr.Busy, "tid %s", tr.Tid)
 		assert.InDelta(t, float64(tr.Busy)/float64(got.Duration), tr.Share, 1e-9)
 	}
+}
+
+// TestNamesThatHoldIds checks what check and stats say of a file whose
+// span names hold ids: a note, not a problem, and one row for them all.
+func TestNamesThatHoldIds(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("[\n")
+	const n = 12_000
+	for i := range n {
+		fmt.Fprintf(&b, `{"name":"request %d","ph":"X","ts":%d,"dur":1,"pid":1,"tid":1},`+"\n", i, 2*i)
+	}
+	b.WriteString(`{"name":"request 1","ph":"X","ts":0,"dur":1000000,"pid":1,"tid":2}` + "\n]")
+	path := writeFile(t, t.TempDir(), "ids.json", b.String())
+
+	code, stdout, stderr := runCmd("check", path)
+	assert.Equal(t, 0, code, stderr)
+	assert.Contains(t, stdout, path+`: note: more than 10000 span names: names that differ only in digits are counted as one ("request 0" as "request <n>")`)
+	assert.Contains(t, stdout, path+": ok, 12001 events")
+
+	code, stdout, _ = runCmd("stats", "-json", path)
+	require.Equal(t, 0, code)
+	var s Stats
+	require.NoError(t, json.Unmarshal([]byte(stdout), &s))
+	require.Len(t, s.Spans, 1)
+	assert.Equal(t, SpanStats{Name: "request <n>", Count: n + 1, Total: (n + 1_000_000) * 1000, Self: (n + 1_000_000) * 1000,
+		Mean: (n + 1_000_000) * 1000 / (n + 1), P50: s.Spans[0].P50, P95: s.Spans[0].P95, P99: s.Spans[0].P99, Max: 1_000_000_000}, s.Spans[0])
+	assert.NotEmpty(t, s.Note)
 }

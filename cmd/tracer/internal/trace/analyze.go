@@ -15,6 +15,8 @@ const (
 	KindAsync   Kind = "async"   // an async e without its b, or without cat
 	KindFlow    Kind = "flow"    // a flow event outside every slice
 	KindCounter Kind = "counter" // a counter Perfetto cannot read
+	KindDepth   Kind = "depth"   // slices nested deeper than Perfetto keeps
+	KindPid     Kind = "pid"     // an event without pid: chrome://tracing refuses the file
 )
 
 // knownPhases are the phases of the Trace Event Format.
@@ -53,6 +55,18 @@ type Analyzer struct {
 	counterKey []byte
 	procIdx    map[int64]*Process
 	decoded    []byte
+	foldIdx    []int32
+	stacked    int // the slices of every track's tree
+	foldChain  []bool
+	flows      map[string]int32 // open flow ids: the line of their s
+	flowKey    []byte
+	noPid      bool
+	unordered  bool             // a slice ended before one that came before it on its track
+	grouped    bool             // span names are grouped: see names.go
+	groupKey   []byte           // scratch
+	example    string           // a name that was grouped
+	exact      map[int64]string // by seq, the names of open B events, once grouped
+	others     int64            // spans past maxNames groups
 	lastKey    trackKey
 	lastTrack  *track
 }
@@ -102,6 +116,8 @@ func NewAnalyzer() *Analyzer {
 		async:      map[string]int32{},
 		counterIdx: map[string]int32{},
 		procIdx:    map[int64]*Process{},
+		flows:      map[string]int32{},
+		exact:      map[int64]string{},
 	}
 }
 
@@ -150,27 +166,11 @@ func clone(n Num) Num {
 	return n
 }
 
-// name returns the index of the span name in a.Names.
-func (a *Analyzer) name(s Str) int32 {
-	raw := s.Raw
-	if s.Escaped {
-		a.decoded = s.Append(a.decoded[:0])
-		raw = a.decoded
-	}
-	i, ok := a.nameIdx[string(raw)]
-	if !ok {
-		i = int32(len(a.Names))
-		a.Names = append(a.Names, &NameStats{Name: string(raw)})
-		a.nameIdx[string(raw)] = i
-	}
-	return i
-}
-
 func (a *Analyzer) addSelf(name int32, d int64) { a.Names[name].Self += d }
 func (a *Analyzer) subSelf(name int32, d int64) { a.Names[name].Self -= d }
 
 func (a *Analyzer) overlap(t *track, line int, name int32, s, e int64, p *slice) {
-	a.problem(line, KindOverlap, "slice %q [%s, %s] overlaps %q [%s, %s] (line %d) on pid %s tid %s without nesting: Perfetto moves it to an extra track",
+	a.problem(line, KindOverlap, "slice %q [%s, %s] overlaps %q [%s, %s] (line %d) on pid %s tid %s without nesting: Perfetto moves the later of them to an extra track",
 		a.Names[name].Name, us(s), us(e), a.Names[p.name].Name, us(p.start), us(p.end), p.line, t.pid.Raw, t.tid.Raw)
 }
 
@@ -204,43 +204,78 @@ func (a *Analyzer) Add(e *Event) {
 	}
 	a.checkIDs(e, "pid", e.Pid)
 	a.checkIDs(e, "tid", e.Tid)
+	if e.Pid.Kind == NumNone && !a.noPid && !(ph == 'i' || ph == 'I') {
+		// chrome://tracing puts every event but a global instant in a
+		// process.
+		a.noPid = true
+		a.problem(e.Line, KindPid, "%s %c event without pid: chrome://tracing refuses the whole file (\"pid must be provided\"); this is the first", article(ph), ph)
+	}
 	if ph == 'M' {
 		a.metadata(e)
 		return
 	}
 	if !e.HasTS {
-		a.problem(e.Line, KindTS, "a %c event without a numeric ts: the viewers drop it", ph)
+		a.problem(e.Line, KindTS, "%s %c event without a numeric ts (a number, or a string holding one): Perfetto drops it", article(ph), ph)
+		return
+	}
+	if e.TS < 0 {
+		a.problem(e.Line, KindTS, "%s %c event at a negative ts: Perfetto drops it (trace_sorter_negative_timestamp_dropped)", article(ph), ph)
 		return
 	}
 	a.seeTS(e.TS)
 	switch ph {
 	case 'X':
 		if !e.HasDur {
-			a.problem(e.Line, KindTS, "an X event without a numeric dur")
+			a.problem(e.Line, KindTS, "an X event without a numeric dur: Perfetto drops it (json_parser_failure)")
 			return
 		}
 		if e.Dur < 0 {
-			a.problem(e.Line, KindTS, "an X event with a negative dur")
+			a.problem(e.Line, KindTS, "an X event with a negative dur: Perfetto drops it (slice_negative_duration)")
 			return
 		}
 		a.seeTS(e.TS + e.Dur)
-		a.slice(a.track(e), e.TS, e.TS+e.Dur, a.name(e.Name), e.Line)
+		a.slice(a.track(e), e.TS, e.TS+e.Dur, a.name(e.Name), e.Line, false, a.Events)
 	case 'B':
 		t := a.track(e)
-		t.open = append(t.open, openSpan{ts: e.TS, name: a.name(e.Name), line: int32(e.Line)})
+		t.open = append(t.open, openSpan{ts: e.TS, name: a.name(e.Name), line: int32(e.Line), seq: a.Events})
+		if a.grouped && hasDigit(e.Name.Raw) {
+			a.exact[a.Events] = e.Name.String() // for the E that repair -close-open writes
+		}
 	case 'E':
 		a.end(e)
+	case 'i', 'I', 'R':
+		// Perfetto makes an instant of a thread (the default scope) a
+		// slice of no duration on its track.
+		if !e.S.Set || string(e.S.Raw) == "t" {
+			a.slice(a.track(e), e.TS, e.TS, a.name(e.Name), e.Line, false, a.Events)
+		}
 	case 'b', 'n', 'e':
 		a.asyncEvent(e, ph)
 	case 's', 't', 'f':
 		a.flow(e, ph)
+	case 'S', 'T', 'p', 'F':
+		if e.ID == nil {
+			a.problem(e.Line, KindAsync, "an async %c event without id: chrome://tracing drops it (\"Async events (ph: S, T, p, or F) require an id parameter\")", ph)
+		}
+		if ph == 'T' {
+			a.problem(e.Line, KindPhase, "a legacy async step (T): Perfetto fails on it (json_parser_failure)")
+		}
 	case 'C':
 		a.counter(e)
 	}
 }
 
+// article returns the article of a phase's letter: "an X", "a B".
+func article(ph byte) string {
+	if ph == 'E' || ph == 'F' || ph == 'I' || ph == 'M' || ph == 'N' || ph == 'O' || ph == 'S' || ph == 'X' {
+		return "an"
+	}
+	return "a"
+}
+
 // slice records a completed slice.
-func (a *Analyzer) slice(t *track, s, e int64, name int32, line int) {
+func (a *Analyzer) slice(t *track, s, e int64, name int32, line int, be bool, seq int64) {
+	e = a.add(t, s, e, name, line, be, seq)
 	n := a.Names[name]
 	n.Count++
 	d := e - s
@@ -249,7 +284,6 @@ func (a *Analyzer) slice(t *track, s, e int64, name int32, line int) {
 	if a.Stats {
 		n.Durations.Add(d)
 	}
-	a.add(t, s, e, name, line)
 }
 
 func (a *Analyzer) checkIDs(e *Event, what string, n Num) {
@@ -269,18 +303,47 @@ func (a *Analyzer) end(e *Event) {
 		a.problem(e.Line, KindNesting, "an E event with no B open on pid %s tid %s (chrome://tracing: \"E phase event without a matching B phase event\")", e.Pid.Raw, e.Tid.Raw)
 		return
 	}
-	b := t.open[len(t.open)-1]
-	t.open = t.open[:len(t.open)-1]
+	// Perfetto closes the innermost open B of the E's name (any, if the
+	// E has none); chrome://tracing closes the innermost, whatever its
+	// name.
+	i := len(t.open) - 1
+	if e.Name.Set && len(e.Name.Raw) > 0 {
+		n := a.name(e.Name)
+		for i >= 0 && t.open[i].name != n {
+			i--
+		}
+		top := t.open[len(t.open)-1]
+		switch {
+		case i < 0:
+			a.problem(e.Line, KindNesting, "an E event named %q matches no open B on pid %s tid %s: Perfetto ignores it; chrome://tracing ends %q (line %d) with it (\"Titles do not match\")",
+				a.Names[n].Name, e.Pid.Raw, e.Tid.Raw, a.Names[top.name].Name, top.line)
+			return
+		case i < len(t.open)-1:
+			a.problem(e.Line, KindNesting, "an E event named %q ends the B of line %d, but %q (line %d) is open inside it: Perfetto ends the first and cuts the second there (misplaced_end_event); chrome://tracing ends the second (\"Titles do not match\")",
+				a.Names[n].Name, t.open[i].line, a.Names[top.name].Name, top.line)
+		}
+	}
+	b := t.open[i]
+	t.open = append(t.open[:i], t.open[i+1:]...)
+	if a.grouped {
+		delete(a.exact, b.seq)
+	}
 	if e.TS < b.ts {
 		a.problem(e.Line, KindNesting, "an E event at ts %s, before its B (line %d) at ts %s", us(e.TS), b.line, us(b.ts))
 		return
 	}
-	if e.Name.Set && len(e.Name.Raw) > 0 {
-		if n := a.name(e.Name); n != b.name {
-			a.problem(e.Line, KindNesting, "an E event named %q closes the B named %q (line %d): the E of another span, or events out of order", a.Names[n].Name, a.Names[b.name].Name, b.line)
+	// Perfetto ends the B events left open inside it where it ends, if
+	// their E comes later (misplaced_end_event).
+	for j := i; j < len(t.open); j++ {
+		if o := &t.open[j]; !o.cut || e.TS < o.cutAt {
+			o.cut, o.cutAt = true, e.TS
 		}
 	}
-	a.slice(t, b.ts, e.TS, b.name, int(b.line))
+	end := e.TS
+	if b.cut && b.cutAt < end {
+		end = b.cutAt
+	}
+	a.slice(t, b.ts, end, b.name, int(b.line), true, b.seq)
 }
 
 func (a *Analyzer) asyncEvent(e *Event, ph byte) {
@@ -325,6 +388,24 @@ func (a *Analyzer) flow(e *Event, ph byte) {
 		a.problem(e.Line, KindFlow, "a flow %c event without id", ph)
 		return
 	}
+	// Perfetto and chrome://tracing bind s, t and f by cat, name and
+	// id: an s while one is open starts no second arrow.
+	k := append(a.flowKey[:0], e.Cat.Raw...)
+	k = append(k, 0)
+	k = append(k, e.Name.Raw...)
+	k = append(k, 0)
+	k = append(k, e.ID...)
+	a.flowKey = k
+	switch ph {
+	case 's':
+		if line, ok := a.flows[string(k)]; ok {
+			a.problem(e.Line, KindFlow, "a flow s event with id %s while the one of line %d is open: the viewers draw one arrow (Perfetto: flow_duplicate_id)", e.ID, line)
+		} else {
+			a.flows[string(k)] = int32(e.Line)
+		}
+	case 'f':
+		delete(a.flows, string(k))
+	}
 	t := a.track(e)
 	if t.encloses(e.TS) {
 		return
@@ -341,17 +422,17 @@ func (a *Analyzer) counter(e *Event) {
 	p := a.process(e.Pid)
 	for i := range e.Args {
 		arg := &e.Args[i]
-		if !arg.IsNum {
+		v, ok := arg.Number()
+		if !ok {
 			a.problem(e.Line, KindCounter, "counter %q has a value that is not a number (%s): Perfetto fails on it (json_parser_failure)", e.Name.String(), arg.Value)
 			continue
 		}
 		if !e.Name.Escaped && string(e.Name.Raw) == "tracer.dropped" {
-			p.Dropped = arg.Float()
+			p.Dropped = v
 		}
 		if !a.Stats {
 			continue
 		}
-		v := arg.Float()
 		k := append(a.counterKey[:0], e.Pid.Raw...)
 		k = append(k, 0)
 		k = append(k, e.Name.Raw...)
@@ -427,6 +508,9 @@ func anchor(v []byte) int64 {
 // events, written when a span ends, were never written.
 func (a *Analyzer) Finish(unterminated bool) {
 	for _, t := range a.trackList {
+		if t.levels > maxNesting {
+			a.problem(int(t.deepLine), KindDepth, "this slice holds slices %d levels deep on pid %s tid %s: Perfetto keeps %d levels and drops the slices below (slice_max_depth_exceeded); chrome://tracing shows them", t.levels, t.pid.Raw, t.tid.Raw, maxNesting)
+		}
 		for _, f := range t.pending {
 			if unterminated && f.ts >= t.last {
 				continue
@@ -466,7 +550,11 @@ func (a *Analyzer) Open() []OpenSpan {
 	var o []OpenSpan
 	for _, t := range a.trackList {
 		for i := len(t.open) - 1; i >= 0; i-- {
-			o = append(o, OpenSpan{Pid: t.pid, Tid: t.tid, Name: a.Names[t.open[i].name].Name, TS: t.open[i].ts})
+			name, ok := a.exact[t.open[i].seq]
+			if !ok {
+				name = a.Names[t.open[i].name].Name
+			}
+			o = append(o, OpenSpan{Pid: t.pid, Tid: t.tid, Name: name, TS: t.open[i].ts})
 		}
 	}
 	return o

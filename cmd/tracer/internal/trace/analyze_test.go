@@ -94,22 +94,29 @@ func TestOverlap(t *testing.T) {
 
 // TestFold checks that a track holding more top-level slices than it
 // keeps apart still gets self and busy time right when a slice, here the
-// E of a B, encloses them all.
+// E of a B, encloses them all; and that it keeps them apart up to maxTop.
 func TestFold(t *testing.T) {
 	var b strings.Builder
-	b.WriteString("[\n" + `{"name":"life","ph":"B","ts":0,"pid":1,"tid":1},` + "\n")
+	b.WriteString("[\n" + `{"name":"before","ph":"X","ts":0,"dur":5,"pid":1,"tid":1},` + "\n")
+	b.WriteString(`{"name":"life","ph":"B","ts":5,"pid":1,"tid":1},` + "\n")
 	const n = 3*maxStack + 7
 	for i := range n {
 		b.WriteString(x("job", 10+3*i, 2))
 	}
 	b.WriteString(`{"name":"life","ph":"E","ts":` + itoa(20+3*n) + `,"pid":1,"tid":1},` + "\n")
-	a, problems := analyze(t, b.String())
-	require.Empty(t, problems)
-	names := names(a)
-	assert.Equal(t, int64(n*2000), names["job"].Self)
-	assert.Equal(t, int64((20+3*n)*1000-n*2000), names["life"].Self)
-	assert.Equal(t, int64((20+3*n)*1000), a.Tracks()[0].Busy)
-	assert.LessOrEqual(t, len(a.trackList[0].stack), maxStack)
+	for name, top := range map[string]int{"kept apart": maxTop, "folded": maxStack} {
+		t.Run(name, func(t *testing.T) {
+			defer func(n int) { maxTop = n }(maxTop)
+			maxTop = top
+			a, problems := analyze(t, b.String())
+			require.Empty(t, problems)
+			names := names(a)
+			assert.Equal(t, int64(n*2000), names["job"].Self)
+			assert.Equal(t, int64((15+3*n)*1000-n*2000), names["life"].Self)
+			assert.Equal(t, int64((20+3*n)*1000), a.Tracks()[0].Busy)
+			assert.LessOrEqual(t, len(a.trackList[0].stack), top)
+		})
+	}
 }
 
 // TestFlowsOfACrash checks that in a file cut short, a flow event after

@@ -13,6 +13,7 @@ package trace
 
 import (
 	"bytes"
+	"errors"
 	"math"
 	"strconv"
 	"unicode/utf8"
@@ -37,7 +38,7 @@ type Event struct {
 	IDLocal bool   // the id came from id2.local: the async track is the process's
 	Scope   Str
 	BP      Str
-	S       Str // an instant's scope: "g" (global), "p" (process) or "t"
+	S       Str // an instant's scope: t (thread, the default), p or g
 
 	Args []Arg // the top-level members of args, in order
 
@@ -118,6 +119,27 @@ func (a *Arg) Float() float64 {
 		f = math.Copysign(math.MaxFloat64, f)
 	}
 	return f
+}
+
+// Number returns the value of a number, or of a string that Perfetto
+// reads as one (as C's strtod does: "050", ".75", "+10.5", " 1"), and
+// whether it was either.
+func (a *Arg) Number() (float64, bool) {
+	if a.IsNum {
+		return a.Float(), true
+	}
+	if !a.Str.Set || a.Str.Escaped {
+		return 0, false
+	}
+	t := bytes.TrimLeft(a.Str.Raw, " \t\n\v\f\r")
+	if len(t) == 0 || bytes.IndexByte(t, '_') >= 0 {
+		return 0, false
+	}
+	f, err := strconv.ParseFloat(string(t), 64)
+	if err != nil && !errors.Is(err, strconv.ErrRange) {
+		return 0, false
+	}
+	return f, true
 }
 
 // Arg returns the arg named key, or nil.

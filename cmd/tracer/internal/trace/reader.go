@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 )
 
 // A Problem is something wrong with a file that a viewer would trip on.
@@ -25,6 +26,7 @@ const (
 	KindFraming Kind = "framing" // the array around the events
 	KindUTF8    Kind = "utf8"    // invalid UTF-8 in a string
 	KindDetect  Kind = "detect"  // Perfetto would not recognise the file as JSON
+	KindStrict  Kind = "strict"  // not JSON, but Perfetto reads it: chrome://tracing refuses the file
 	KindGzip    Kind = "gzip"    // a cut or damaged gzip stream
 	KindMembers Kind = "members" // several gzip members: chrome://tracing reads the first
 )
@@ -57,8 +59,9 @@ type Reader struct {
 	first bool // nothing scanned yet: check the start as Perfetto does
 	sc    scanner
 	ev    Event
-	end   bool // Next returned io.EOF
-	torn  bool // the input ended inside an event
+	fixed []byte // the event the lenient scanner took, rewritten as JSON
+	end   bool   // Next returned io.EOF
+	torn  bool   // the input ended inside an event
 }
 
 type state uint8
@@ -257,14 +260,21 @@ func (r *Reader) stop() {
 
 // element scans the array element at pos.
 func (r *Reader) element() (*Event, bool) {
-	r.sc.reset(r.buf)
 	start := r.pos
-	var end int
 	isEvent := r.buf[start] == '{'
-	if isEvent {
-		end = r.sc.event(start, &r.ev)
-	} else {
-		end = r.sc.value(start)
+	end := r.scan(start, isEvent, false)
+	if end < 0 && !r.sc.short && isEvent {
+		// What Perfetto reads and JSON.parse does not.
+		if end = r.scan(start, true, true); end > 0 {
+			if ev := r.lenientEvent(start, end); ev != nil {
+				return ev, true
+			}
+			return nil, true
+		}
+		if r.sc.short && !r.eof {
+			return nil, false
+		}
+		end = r.scan(start, true, false) // the strict error again
 	}
 	if end < 0 {
 		if r.sc.short {
@@ -293,6 +303,49 @@ func (r *Reader) element() (*Event, bool) {
 		r.problem(line, KindUTF8, "invalid UTF-8 in a string (shown as U+FFFD)")
 	}
 	return ev, true
+}
+
+// scan scans the element at start, an event or any value, leniently or
+// not, and returns the offset past it or -1.
+func (r *Reader) scan(start int, isEvent, lenient bool) int {
+	r.sc.reset(r.buf)
+	r.sc.lenient = lenient
+	if isEvent {
+		return r.sc.event(start, &r.ev)
+	}
+	return r.sc.value(start)
+}
+
+// lenientEvent returns the event in buf[start:end], which the lenient
+// scanner took, rewritten as JSON, after reporting what was wrong; nil
+// if that failed (reported too).
+func (r *Reader) lenientEvent(start, end int) *Event {
+	raw := r.buf[start:end]
+	line := r.line
+	var what []string
+	if r.sc.fixes&fixComma != 0 {
+		what = append(what, "a comma before } or ]")
+	}
+	if r.sc.fixes&fixCtrl != 0 {
+		what = append(what, "a raw control character in a string")
+	}
+	r.problem(line, KindStrict, "%s: not JSON, so chrome://tracing refuses the whole file; Perfetto reads it (tracer repair writes it as JSON)", strings.Join(what, " and "))
+	r.line += bytes.Count(raw, []byte{'\n'})
+	r.pos = end
+	r.state = stAfterElem
+	r.fixed = fix(r.fixed[:0], raw)
+	r.sc.reset(r.fixed)
+	ev := &r.ev
+	if r.sc.event(0, ev) != len(r.fixed) {
+		// Not expected: fix leaves what the lenient scanner took as JSON.
+		r.problem(line, KindSyntax, "invalid JSON, which the viewers refuse: %s", r.sc.errMsg)
+		return nil
+	}
+	ev.Raw, ev.Line = r.fixed, line
+	if ev.BadUTF8 >= 0 {
+		r.problem(line, KindUTF8, "invalid UTF-8 in a string (shown as U+FFFD)")
+	}
+	return ev
 }
 
 // syntaxError reports the error the scanner found in the element at
@@ -370,6 +423,9 @@ func (r *Reader) member() (*Event, bool) {
 			r.state = stArrayFirst
 			return nil, true
 		}
+		if string(key) == "systemTraceEvents" && v < len(r.buf) && r.buf[v] != '"' {
+			r.problem(r.line+r.sc.nl, KindFraming, `systemTraceEvents is not a string: Perfetto refuses the whole file; chrome://tracing warns ("Couldn't create an importer for the provided eventData")`)
+		}
 		k = r.sc.value(v)
 	}
 	if k < 0 {
@@ -393,14 +449,19 @@ func (r *Reader) member() (*Event, bool) {
 
 // sniff checks the start of the file as Perfetto does.
 func (r *Reader) sniff() {
-	b := r.buf[:min(len(r.buf), perfettoSniff)]
-	b = bytes.TrimLeft(b, " \t\r\n")
+	// Perfetto drops the white space of the first bytes, then looks for
+	// [{" or {" at their start: a pretty-printed file passes.
+	var head [perfettoSniff]byte
+	b := head[:0]
+	for _, c := range r.buf[:min(len(r.buf), perfettoSniff)] {
+		if c != ' ' && c != '\t' && c != '\r' && c != '\n' {
+			b = append(b, c)
+		}
+	}
 	if len(b) == 0 && len(r.buf) < perfettoSniff || len(b) > 0 && b[0] != '[' && b[0] != '{' {
 		return // empty, or not JSON: a framing problem, reported as such
 	}
-	if bytes.HasPrefix(b, []byte{'['}) {
-		b = bytes.TrimLeft(b[1:], " \t\r\n")
-	}
+	b = bytes.TrimPrefix(b, []byte{'['})
 	if !bytes.HasPrefix(b, []byte(`{"`)) {
 		r.problem(1, KindDetect, `no [{" in the first %d bytes: Perfetto does not recognise the file as a JSON trace`, perfettoSniff)
 	}

@@ -26,12 +26,36 @@ type scanner struct {
 	bad   int  // offset of the first invalid UTF-8 byte in a string, or -1
 	short bool
 
+	// lenient accepts what Perfetto's parser does and JSON does not: a
+	// comma before } or ], a raw control character in a string. fixes
+	// says which of them were met.
+	lenient bool
+	fixes   fixes
+
 	errOff int
 	errMsg string
 }
 
 func (s *scanner) reset(b []byte) {
-	s.b, s.nl, s.depth, s.bad, s.short, s.errMsg = b, 0, 0, -1, false, ""
+	s.b, s.nl, s.depth, s.bad, s.short, s.errMsg, s.fixes = b, 0, 0, -1, false, "", 0
+}
+
+// fixes are the departures from JSON a lenient scanner met.
+type fixes uint8
+
+const (
+	fixComma fixes = 1 << iota // a comma before } or ]
+	fixCtrl                    // a raw control character in a string
+)
+
+// trailing reports, at the offset i just past a comma, whether a lenient
+// scanner takes the closing bracket close there, and notes the fix.
+func (s *scanner) trailing(i int, close byte) bool {
+	if s.lenient && i < len(s.b) && s.b[i] == close {
+		s.fixes |= fixComma
+		return true
+	}
+	return false
 }
 
 func (s *scanner) fail(i int, format string, args ...any) int {
@@ -119,7 +143,12 @@ func (s *scanner) str(i int) int {
 				return s.fail(i, "invalid escape \\%s in a string", printable(b[i+1]))
 			}
 		case 3:
-			return s.fail(i, "raw control character 0x%02x in a string (JSON forbids it; Perfetto refuses the whole file)", b[i])
+			if s.lenient {
+				s.fixes |= fixCtrl
+				i++
+				continue
+			}
+			return s.fail(i, "raw control character 0x%02x in a string", b[i])
 		case 4:
 			r, size := utf8.DecodeRune(b[i:])
 			if r == utf8.RuneError && size == 1 {
@@ -320,7 +349,12 @@ func (s *scanner) array(i int) int {
 		return i + 1
 	}
 	for {
-		i = s.value(s.ws(i))
+		i = s.ws(i)
+		if s.trailing(i, ']') {
+			s.depth--
+			return i + 1
+		}
+		i = s.value(i)
 		if i < 0 {
 			return i
 		}
@@ -357,6 +391,10 @@ func (s *scanner) object(i int, member func(key []byte, esc bool, v int) int) in
 			return s.needMore()
 		}
 		if s.b[i] != '"' {
+			if s.trailing(i, '}') { // after a comma: {} was taken above
+				s.depth--
+				return i + 1
+			}
 			return s.fail(i, "expected a member name in quotes, found %s", printable(s.b[i]))
 		}
 		k := i
@@ -414,6 +452,13 @@ func (s *scanner) event(i int, e *Event) int {
 			return s.needMore()
 		}
 		if b[i] != '"' {
+			if s.trailing(i, '}') { // after a comma: {} was taken above
+				s.depth--
+				if s.bad >= 0 {
+					e.BadUTF8 = s.bad - start
+				}
+				return i + 1
+			}
 			return s.fail(i, "expected a member name in quotes, found %s", printable(b[i]))
 		}
 		k := i
@@ -559,6 +604,21 @@ func (s *scanner) member(e *Event, key keyCode, v, start int) int {
 	case keyCat:
 		return s.strMember(v, &e.Cat)
 	case keyTS, keyDur:
+		if c == '"' {
+			// Perfetto reads a string that holds a JSON number as the
+			// number; chrome://tracing too (JavaScript converts it).
+			n := s.str(v)
+			if n > 0 && !s.esc {
+				if ns, ok := stringMicros(b[v+1 : n-1]); ok {
+					if key == keyTS {
+						e.TS, e.HasTS, e.TSSpan = ns, true, Span{v - start, n - start}
+					} else {
+						e.Dur, e.HasDur = ns, true
+					}
+				}
+			}
+			return n
+		}
 		if c == '-' || isDigit(c) {
 			n, ns, ok := s.number(v)
 			if n > 0 {
@@ -711,4 +771,53 @@ func micros(b []byte) int64 {
 	}
 	f, _ := strconv.ParseFloat(string(b), 64)
 	return int64(math.Round(max(min(f*1000, math.MaxInt64), math.MinInt64)))
+}
+
+// stringMicros converts the text of a string that holds a JSON number of
+// microseconds to nanoseconds, as micros does; ok is false if the text
+// is not a JSON number (Perfetto drops such an event:
+// json_tokenizer_failure).
+func stringMicros(b []byte) (int64, bool) {
+	if len(b) == 0 {
+		return 0, false
+	}
+	s := scanner{b: append(b[:len(b):len(b)], ' ')}
+	if s.num(0) != len(b) {
+		return 0, false
+	}
+	return micros(b), true
+}
+
+// fix appends the event raw, which a lenient scanner took, to b as JSON:
+// without the commas before } or ], with control characters in strings
+// escaped.
+func fix(b, raw []byte) []byte {
+	in, esc := false, false
+	for i := 0; i < len(raw); i++ {
+		c := raw[i]
+		switch {
+		case in && esc:
+			esc = false
+		case in && c == '\\':
+			esc = true
+		case in && c == '"':
+			in = false
+		case in && c < 0x20:
+			b = append(b, '\\', 'u', '0', '0', "0123456789abcdef"[c>>4], "0123456789abcdef"[c&15])
+			continue
+		case in:
+		case c == '"':
+			in = true
+		case c == ',':
+			j := i + 1
+			for j < len(raw) && (raw[j] == ' ' || raw[j] == '\t' || raw[j] == '\r' || raw[j] == '\n') {
+				j++
+			}
+			if j < len(raw) && (raw[j] == '}' || raw[j] == ']') {
+				continue
+			}
+		}
+		b = append(b, c)
+	}
+	return b
 }

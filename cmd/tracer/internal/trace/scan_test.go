@@ -199,6 +199,7 @@ func FuzzReader(f *testing.F) {
 	f.Add([]byte(`{"traceEvents":[{"ph":"B"}]}`))
 	f.Add([]byte("[{\"a\":1},,{\"b\":2}]x"))
 	f.Add([]byte("[{\"a\":1}{\"b\":2},]"))
+	f.Add([]byte("[{\"a\":[1,],\"b\":{\"c\":\"x\ny\",},},\n{\"d\":\"\t\"}]"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var problems int
 		r := NewReader(bytes.NewReader(data))
@@ -213,6 +214,7 @@ func FuzzReader(f *testing.F) {
 				require.Equal(t, io.EOF, err)
 				break
 			}
+			require.True(t, json.Valid(ev.Raw), "%q: the Reader gave %q", data, ev.Raw)
 			a.Add(ev)
 			n++
 		}

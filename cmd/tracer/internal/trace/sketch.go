@@ -89,3 +89,36 @@ func (s *Sketch) Quantile(q float64) int64 {
 	}
 	return s.max
 }
+
+// Merge adds the values of o to s.
+func (s *Sketch) Merge(o *Sketch) {
+	if o.n == 0 {
+		return
+	}
+	if s.n == 0 || o.min < s.min {
+		s.min = o.min
+	}
+	if s.n == 0 || o.max > s.max {
+		s.max = o.max
+	}
+	s.n += o.n
+	s.zero += o.zero
+	if len(o.counts) == 0 {
+		return
+	}
+	if len(s.counts) == 0 {
+		s.counts = append([]uint64(nil), o.counts...)
+		s.offset = o.offset
+		return
+	}
+	lo := min(s.offset, o.offset)
+	hi := max(s.offset+len(s.counts), o.offset+len(o.counts))
+	if lo < s.offset || hi > s.offset+len(s.counts) {
+		c := make([]uint64, hi-lo)
+		copy(c[s.offset-lo:], s.counts)
+		s.counts, s.offset = c, lo
+	}
+	for i, c := range o.counts {
+		s.counts[o.offset-s.offset+i] += c
+	}
+}

@@ -1,54 +1,112 @@
 package trace
 
+import (
+	"math"
+	"slices"
+)
+
 // Nesting on a track.
 //
 // The viewers nest the slices of a thread (X events, and B/E pairs) by
-// time: a slice that begins inside another must end inside it, or
-// Perfetto moves it to an overflow track and chrome://tracing draws it
-// wrongly. Checking this, and computing self time (a slice's duration
-// less its direct children's) and busy time (the union of a track's
-// slices), needs the slices of a track in some order. The tracer package
-// writes an X event when its span ends, so a track's slices come in order
-// of their ends, children before their parent; other producers write
-// them in order of their starts, parents first. A track keeps a stack of
-// the slices that may still matter, sorted by start, which serves both:
+// time. Perfetto sorts a thread's slices by start, longer ones first at
+// one start (a B counts as zero long there), file order last, and nests
+// each slice in the latest one still open: one that ends after it begins
+// (slices are closed on the left, open on the right, except that two of
+// zero duration at one time nest). A slice that ends after the slice it
+// begins in goes to an overflow track (an X) or is cut at its end (a B
+// whose E comes too late, "misplaced_end_event"), and one deeper than
+// 512 levels is dropped. Self time (a slice's duration less its direct
+// children's) and busy time (the union of a track's top-level slices)
+// follow from that tree, which the file does not hold in order: the
+// tracer package writes an X event when its span ends, so a track's
+// slices come children first; other producers write them parents first,
+// or in no order at all.
 //
-//   - a slice collapses the slices above it on the stack that it
-//     contains: they arrived before it, they are its direct children
-//     (their own children were collapsed into them), and no later slice
-//     can need them apart from it;
-//   - a slice that begins inside a slice on the stack is that slice's
-//     child; slices between them on the stack ended before it began, and
-//     are dropped: in start order, nothing can need them again.
+// A track so keeps the slices that may still matter as a tree in
+// Perfetto's order (a preorder: each slice before its descendants, each
+// with the index of its parent), and puts each new slice where the sort
+// would: after the slices that sort before it, inside the latest of them
+// that contains it, around the following ones it contains, which become
+// its children. Self and busy time are adjusted as the tree changes, so
+// they are right at any point, whatever the order of the file, as far as
+// the tree keeps the slices apart (below).
 //
-// Either way the stack holds, per track, the chain of slices around the
-// latest one plus, in end order, the top-level slices not yet enclosed by
-// a later one. That last set can grow with the file (a goroutine whose
-// whole life is one span holds every span of its life until it ends), so
-// past maxStack entries the oldest are folded into one summary entry
-// that keeps their extent and total duration: a later slice that contains
-// them all still gets its self and busy time right; one that begins among
-// them is not checked for overlap with them. A track whose slices come in
-// neither order is checked against the stack as it stands: no overlap is
-// made up, but some can go unreported.
+// The tree can grow with the file: a goroutine whose whole life is one
+// span holds every span of its life until it ends. Past maxStack
+// entries, what lies below the top slices of finished subtrees is
+// dropped (their sums hold it). The top slices themselves (in a file in
+// end order, the children of a span that has not ended yet) are kept
+// apart up to maxTop per track and maxStacked in all: past that, all but
+// the newest keepNewest are folded into one summary entry per parent,
+// which keeps their extent and total duration. A later slice that
+// contains a summary still gets its self and busy time right; one that
+// begins inside a summary is nested in the summary's parent, and not
+// checked for overlap with what was folded: a span that began among
+// them would miss the time of those after its start.
 
-// maxStack is the most slices a track keeps apart; see above.
+// maxStack is how many slices a track keeps before it drops the slices
+// below top ones.
 const maxStack = 4096
 
-// A slice is a completed slice on a track's stack.
+// maxTop is the most slices a track keeps apart (64 bytes each), and
+// maxStacked the most all tracks keep apart together (vars for tests).
+var maxTop, maxStacked = 1 << 16, 1 << 18
+
+// orderedAfter is how many slices of a track in end order come before
+// its trees are summed up as they complete.
+var orderedAfter int64 = 64 // a var for tests
+
+// maxNesting is how many levels of nesting Perfetto keeps: it drops the
+// slices below (slice_max_depth_exceeded).
+const maxNesting = 512
+
+// A slice is a completed slice in a track's tree.
 type slice struct {
 	start, end int64
-	maxEnd     int64 // the latest end at or below this entry
+	seq        int64 // its place in the file, for ties
 	sum        int64 // the duration it stands for: end-start, or a fold's total
+	kids       int64 // the durations of its direct children
+	parent     int32 // index in the tree, or -1
+	depth      int32
+	height     int32 // levels below it, folded ones included
 	name       int32 // index in Analyzer.names, or -1 for a fold
 	line       int32
+	be         bool // a B/E pair, which counts as lasting nothing in the order
+}
+
+// key returns x's length in Perfetto's order.
+func (x *slice) key() int64 {
+	if x.be {
+		return 0
+	}
+	return x.end - x.start
+}
+
+// before reports whether x sorts before y in Perfetto's order.
+func (x *slice) before(y *slice) bool {
+	if x.start != y.start {
+		return x.start < y.start
+	}
+	if kx, ky := x.key(), y.key(); kx != ky {
+		return kx > ky
+	}
+	return x.seq < y.seq
+}
+
+// holds reports whether a slice that sorts after x and begins at s,
+// lasting zero if zero, begins inside x.
+func (x *slice) holds(s int64, zero bool) bool {
+	return s < x.end || s == x.end && zero && x.start == x.end
 }
 
 // An openSpan is a B event waiting for its E.
 type openSpan struct {
-	ts   int64
-	name int32
-	line int32
+	ts    int64
+	name  int32
+	line  int32
+	seq   int64
+	cut   bool // an E closed a B outside it: Perfetto ends it at cutAt
+	cutAt int64
 }
 
 // A pendingFlow is a flow event not yet known to be inside a slice: the
@@ -69,91 +127,294 @@ type track struct {
 	pending  []pendingFlow
 	busy     int64
 	slices   int64
+	levels   int32 // the deepest nesting seen, in levels
+	roots    int   // stack[:roots] are top slices: see collapse
+	deepLine int32 // the first slice past maxNesting levels
 	last     int64 // latest end
 }
 
 // add records the completed slice [s, e) named name (an index in
-// a.names) on t, found at line, and returns a problem, if any.
-func (a *Analyzer) add(t *track, s, e int64, name int32, line int) {
-	dur := e - s
+// a.names) on t, found at line: an X event (be false) or a B/E pair,
+// whose B was the seq-th event of the file. It returns the end Perfetto
+// gives the slice: e, or where a B/E pair is cut.
+func (a *Analyzer) add(t *track, s, e int64, name int32, line int, be bool, seq int64) int64 {
+	// A file written in end order (the tracer package's) needs no more
+	// than the top slices of a track's tree once a slice ends after all
+	// of them: no later slice can begin inside one below them without
+	// overlapping it. A file is taken to be in end order until a slice
+	// ends before one that came before it on its track; the first
+	// slices of a track are kept whole, for a file in no order to show
+	// it first.
+	before := len(t.stack)
+	if t.slices > 0 && e < t.last {
+		a.unordered = true
+	}
+	if t.roots < len(t.stack) && !a.unordered && t.slices >= orderedAfter && e > t.last {
+		t.stack = t.collapse()
+	}
 	if t.slices == 0 || e > t.last {
 		t.last = e
 	}
 	t.slices++
 	st := t.stack
-	var child int64
-	// Children that came first.
-	for len(st) > 0 && st[len(st)-1].start >= s && st[len(st)-1].end <= e {
-		child += st[len(st)-1].sum
-		st = st[:len(st)-1]
+	if n := len(st); t.roots == n && (n == 0 || st[n-1].end < s || st[n-1].end == s && st[n-1].start < s) {
+		// The usual case, made short: after every slice of a tree of
+		// top slices only, none of which it begins in or holds.
+		st = append(st, slice{start: s, end: e, seq: seq, sum: e - s, name: name, line: int32(line), parent: -1, be: be})
+		a.addSelf(name, e-s)
+		t.busy += e - s
+		t.roots++
+		t.levels = max(t.levels, 1)
+		t.stack = a.bound(t, st, before)
+		a.resolveFlows(t, s, e)
+		return e
 	}
-	// The innermost slice still open at s, if any, skipping slices that
-	// ended before s.
-	j := len(st) - 1
-	for j >= 0 && st[j].end <= s && st[j].maxEnd > s {
-		j--
+	x := slice{start: s, end: e, seq: seq, sum: e - s, name: name, line: int32(line), parent: -1, be: be}
+	zero := s == e
+	// Where the sort puts it.
+	pos := len(st)
+	for pos > 0 && x.before(&st[pos-1]) {
+		pos--
 	}
-	inside := false
-	if j >= 0 && st[j].end > s {
-		p := &st[j]
-		switch {
-		case p.name < 0:
-			// Among folded slices: not checked.
-		case p.start <= s && e <= p.end:
-			// p contains [s, e): a child, in start order. The slices
-			// above p ended before s: p's children, already counted.
-			inside = true
-			a.subSelf(p.name, dur)
-			st = st[:j+1]
-		case p.start < s:
-			// p began before s and ends inside (s, e).
-			a.overlap(t, line, name, s, e, p)
-		case p.start < e && p.end > e:
-			// p begins inside [s, e) and ends after it.
-			a.overlap(t, line, name, s, e, p)
+	// Its parent: the latest slice before it that it begins inside.
+	p := int32(pos - 1)
+	for p >= 0 && (st[p].name < 0 || !st[p].holds(s, zero)) {
+		p = st[p].parent
+	}
+	if p >= 0 && e > st[p].end {
+		q := &st[p]
+		if !be {
+			// Perfetto moves it to an overflow track, where it is a
+			// top-level slice of its own.
+			a.overlap(t, line, name, s, e, q)
+			a.addSelf(name, e-s)
+			t.busy += e - s
+			a.stacked += len(t.stack) - before // collapse may have dropped some
+			a.resolveFlows(t, s, e)
+			return e
+		}
+		a.problem(line, KindNesting, "the E of %q comes at ts %s, after the end of %q [%s, %s] (line %d) that its B began in: Perfetto ends it there (misplaced_end_event)",
+			a.Names[name].Name, us(e), a.Names[q.name].Name, us(q.start), us(q.end), q.line)
+		e = q.end
+		x.end, x.sum = e, e-s
+	}
+	if p >= 0 {
+		x.parent, x.depth = p, st[p].depth+1
+	}
+	// Its children: the following slices at its level that begin inside
+	// it; their subtrees move one level down.
+	level := p
+	k := pos
+	for k < len(st) {
+		c := &st[k]
+		if c.parent != level || !x.holds(c.start, c.start == c.end) {
+			break
+		}
+		if c.end > e {
+			a.overlap(t, line, name, s, e, c)
+			break
+		}
+		x.kids += c.sum
+		x.height = max(x.height, c.height+1)
+		c.parent = adopted
+		k++
+		for k < len(st) && st[k].depth > c.depth {
+			k++
 		}
 	}
-	a.addSelf(name, dur-child)
-	if !inside {
-		// Top-level so far. A later slice around it (or the E of an
-		// open B) collapses it and adds only its own extra time.
-		t.busy += dur - child
+	for j := pos; j < k; j++ {
+		st[j].depth++
 	}
-	maxEnd := e
-	if len(st) > 0 {
-		maxEnd = max(maxEnd, st[len(st)-1].maxEnd)
+	a.addSelf(name, x.sum-x.kids)
+	if p >= 0 {
+		q := &st[p]
+		if q.name >= 0 {
+			a.subSelf(q.name, x.sum-x.kids)
+		}
+		q.kids += x.sum - x.kids
+	} else {
+		t.busy += x.sum - x.kids
 	}
-	st = append(st, slice{start: s, end: e, maxEnd: maxEnd, sum: dur, name: name, line: int32(line)})
-	if len(st) > maxStack {
-		st = fold(st)
+	if level := x.depth + x.height + 1; level > t.levels {
+		if level > maxNesting && t.levels <= maxNesting {
+			t.deepLine = x.line
+		}
+		t.levels = level
 	}
-	t.stack = st
+	if pos == len(st) {
+		st = append(st, x) // the usual case: after all the others
+	} else {
+		st = append(st, slice{})
+		copy(st[pos+1:], st[pos:])
+		st[pos] = x
+		for j := pos + 1; j < len(st); j++ {
+			switch q := &st[j].parent; {
+			case *q == adopted:
+				*q = int32(pos)
+			case *q >= int32(pos):
+				*q++
+			}
+		}
+	}
+	// Its ancestors are as high as it makes them.
+	for q, h := x.parent, x.height+1; q >= 0 && st[q].height < h; q, h = st[q].parent, h+1 {
+		st[q].height = h
+	}
+	// The prefix of top slices, as far as known.
+	switch {
+	case p >= 0:
+		t.roots = min(t.roots, pos)
+	case pos > t.roots:
+	case k > pos:
+		t.roots = pos + 1 // its children follow it
+	default:
+		t.roots++
+	}
+	t.stack = a.bound(t, st, before)
 	a.resolveFlows(t, s, e)
+	return e
 }
 
-// fold folds the older half of st into one entry.
-func fold(st []slice) []slice {
-	n := len(st) / 2
-	f := slice{start: st[0].start, end: st[0].end, maxEnd: st[n-1].maxEnd, name: -1}
-	for _, x := range st[:n] {
-		f.end = max(f.end, x.end)
-		f.sum += x.sum
+// collapse drops from t's tree every slice that is not a top one: their
+// durations are in their top slices' kids and sums.
+func (t *track) collapse() []slice {
+	st := t.stack
+	out := t.roots
+	for i := t.roots; i < len(st); i++ {
+		if st[i].parent < 0 {
+			st[out] = st[i]
+			out++
+		}
 	}
-	st[0] = f
-	copy(st[1:], st[n:])
-	return st[:len(st)-n+1]
+	t.roots = out
+	return st[:out]
 }
 
-// encloses reports whether a slice on t's stack, or an open B, covers ts.
+// adopted marks the new children of a slice being put in a tree.
+const adopted = math.MinInt32
+
+// bound keeps t's tree st, which had before slices when add began,
+// within the limits (see above), and returns it.
+func (a *Analyzer) bound(t *track, st []slice, before int) []slice {
+	if len(st) > maxStack && len(st)-t.roots > maxStack/2 {
+		// Many slices that may not be top ones: drop those below.
+		st = a.foldOlder(st, t.open, t.roots, len(st)-keepNewest, false)
+		t.roots = topPrefix(st)
+	}
+	a.stacked += len(st) - before
+	if len(st) > maxTop || len(st) > maxStack && a.stacked > maxStacked {
+		n := len(st)
+		st = a.foldOlder(st, t.open, 0, len(st)-keepNewest, true)
+		t.roots = topPrefix(st)
+		a.stacked -= n - len(st)
+	}
+	return st
+}
+
+// opensBetween reports whether one of opens began in (from, to].
+func opensBetween(opens []openSpan, from, to int64) bool {
+	for _, o := range opens {
+		if from < o.ts && o.ts <= to {
+			return true
+		}
+	}
+	return false
+}
+
+// topPrefix returns how many slices at the start of st are top ones.
+func topPrefix(st []slice) int {
+	for i := range st {
+		if st[i].parent >= 0 {
+			return i
+		}
+	}
+	return len(st)
+}
+
+// keepNewest is how many of the newest slices a fold of top slices keeps
+// apart.
+const keepNewest = 256
+
+// foldOlder drops the descendants of the finished subtrees of st[from:n]
+// and, if merge, folds their top slices too; st[:from] are top slices. A
+// summary never holds slices on both sides of the start of an open B
+// (in opens): the slice its E makes will hold those after.
+func (a *Analyzer) foldOlder(st []slice, opens []openSpan, from, n int, merge bool) []slice {
+	if from >= n {
+		return st
+	}
+	idx := slices.Grow(a.foldIdx[:0], n)[:n]     // new index of st[i], or -1
+	chain := slices.Grow(a.foldChain[:0], n)[:n] // st[i] is around st[n]: it stays
+	clear(chain)
+	for p := st[n].parent; p >= 0; p = st[p].parent {
+		chain[p] = true
+	}
+	for i := range from {
+		idx[i] = int32(i) // a top slice: it stays where it is
+	}
+	out := st[:from] // never past the entry being read
+	for i := from; i < n; i++ {
+		c := st[i]
+		switch {
+		case chain[i]:
+			if c.parent >= 0 {
+				c.parent = idx[c.parent]
+			}
+			idx[i] = int32(len(out))
+			out = append(out, c)
+		case c.parent >= 0 && !chain[c.parent]:
+			idx[i] = -1 // inside a folded subtree, whose sum holds it
+		default:
+			parent := c.parent
+			if parent >= 0 {
+				parent = idx[parent]
+			}
+			if !merge {
+				c.parent = parent
+				idx[i] = int32(len(out))
+				out = append(out, c)
+				continue
+			}
+			if last := len(out) - 1; last >= 0 && out[last].name < 0 && out[last].parent == parent && !opensBetween(opens, out[last].start, c.start) {
+				f := &out[last]
+				f.end = max(f.end, c.end)
+				f.sum += c.sum
+				idx[i] = int32(last)
+				continue
+			}
+			idx[i] = int32(len(out))
+			out = append(out, slice{start: c.start, end: c.end, seq: c.seq, sum: c.sum,
+				parent: parent, depth: c.depth, name: -1, line: c.line})
+		}
+	}
+	shift := int32(n - len(out))
+	for i := n; i < len(st); i++ {
+		c := st[i]
+		if c.parent >= int32(n) {
+			c.parent -= shift
+		} else if c.parent >= 0 {
+			c.parent = idx[c.parent]
+		}
+		out = append(out, c)
+	}
+	a.foldIdx, a.foldChain = idx, chain
+	return out
+}
+
+// encloses reports whether a slice in t's tree, or an open B, covers ts.
 func (t *track) encloses(ts int64) bool {
 	for _, o := range t.open {
 		if o.ts <= ts {
 			return true
 		}
 	}
-	for j := len(t.stack) - 1; j >= 0 && t.stack[j].maxEnd >= ts; j-- {
-		if x := t.stack[j]; x.start <= ts && ts <= x.end {
+	for j := len(t.stack) - 1; j >= 0; j-- {
+		x := &t.stack[j]
+		if x.start <= ts && ts <= x.end {
 			return true
+		}
+		if x.depth == 0 && x.start <= ts {
+			return false // top-level slices do not overlap: none before it reaches ts
 		}
 	}
 	return false

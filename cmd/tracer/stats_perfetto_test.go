@@ -1,0 +1,124 @@
+package main
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"testing"
+
+	"github.com/gotracer/tracer/internal/tracecheck"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// perfettoNames asks trace_processor, per span name of the thread
+// slices, the count, total and self time (duration less the direct
+// children's) of the slices that ended.
+const perfettoNames = `select s.name as name, count(*) as n, sum(s.dur) as total,
+  sum(s.dur - coalesce((select sum(c.dur) from slice c where c.parent_id = s.id and c.dur >= 0), 0)) as self
+from slice s join thread_track tt on s.track_id = tt.id
+where s.dur >= 0 group by s.name;`
+
+// perfettoTracks asks trace_processor, per thread, its slices and its
+// busy time: the duration of its top-level slices.
+const perfettoTracks = `select p.pid as pid, t.tid as tid, count(*) as n,
+  sum(case when s.depth = 0 then s.dur else 0 end) as busy
+from slice s join thread_track tt on s.track_id = tt.id join thread t using (utid)
+  left join process p using (upid)
+where s.dur >= 0 group by t.utid;`
+
+// statsShapes are the kinds of traces the differential test makes.
+var statsShapes = map[string]shape{
+	"tracer":          {order: "end", pids: 1, tids: 4, depth: 5, fanout: 4},
+	"tracer cut":      {order: "end", cut: 0.3, pids: 1, tids: 3, depth: 5, fanout: 4},
+	"start order":     {order: "start", pids: 1, tids: 3, depth: 5, fanout: 4},
+	"shuffled X":      {order: "shuffle", pids: 1, tids: 3, depth: 5, fanout: 4},
+	"shuffled and BE": {order: "shuffle", cut: 0.3, pids: 1, tids: 2, depth: 5, fanout: 4},
+	"zero":            {order: "end", zero: 0.3, pids: 1, tids: 2, depth: 5, fanout: 4},
+	"flush":           {order: "end", flush: 0.5, pids: 1, tids: 2, depth: 5, fanout: 4},
+	"flush start":     {order: "start", flush: 0.5, pids: 1, tids: 2, depth: 5, fanout: 4},
+	"recursion":       {order: "end", recurse: 0.7, pids: 1, tids: 2, depth: 8, fanout: 3},
+	"everything":      {order: "shuffle", cut: 0.3, zero: 0.2, flush: 0.4, recurse: 0.5, pids: 3, tids: 3, depth: 6, fanout: 4, async: true},
+	// More slices than a track keeps apart: the older are folded.
+	"folded": {order: "end", cut: 0.1, pids: 1, tids: 1, depth: 4, fanout: 800, short: true},
+	// More top slices than maxStack: the children of a span that ends
+	// later (in end order), kept apart.
+	"wide":         {order: "end", cut: 0.1, pids: 1, tids: 1, depth: 3, fanout: 6000, short: true},
+	"folded start": {order: "start", pids: 1, tids: 1, depth: 3, fanout: 6000, short: true},
+	"merged":       {order: "end", cut: 0.2, zero: 0.1, flush: 0.3, recurse: 0.3, pids: 4, tids: 2, depth: 5, fanout: 3, async: true, instants: true},
+	"instants":     {order: "end", zero: 0.2, flush: 0.4, pids: 1, tids: 2, depth: 4, fanout: 3, instants: true},
+}
+
+// TestStatsAgainstPerfetto compares what stats says of span names and
+// tracks with what trace_processor's slice table holds, on random traces
+// of every shape.
+func TestStatsAgainstPerfetto(t *testing.T) {
+	dir := t.TempDir()
+	for name, sh := range statsShapes {
+		for seed := range uint64(4) {
+			t.Run(fmt.Sprintf("%s/%d", name, seed), func(t *testing.T) {
+				text, _ := genTrace(rand.New(rand.NewPCG(seed, 1)), sh)
+				path := writeFile(t, dir, fmt.Sprintf("%s-%d.json", name, seed), text)
+				comparePerfetto(t, path)
+			})
+		}
+	}
+}
+
+// comparePerfetto checks stats on the trace at path against
+// trace_processor.
+func comparePerfetto(t *testing.T, path string) {
+	t.Helper()
+	got, err := computeStats(path, true)
+	require.NoError(t, err)
+	num := func(s string) int64 {
+		n, err := strconv.ParseInt(s, 10, 64)
+		require.NoError(t, err, s)
+		return n
+	}
+	want := map[string][3]int64{}
+	for _, row := range tracecheck.Query(t, path, perfettoNames) {
+		want[row["name"]] = [3]int64{num(row["n"]), num(row["total"]), num(row["self"])}
+	}
+	have := map[string][3]int64{}
+	for _, s := range got.Spans {
+		have[s.Name] = [3]int64{s.Count, s.Total, s.Self}
+	}
+	assert.Equal(t, want, have, "per name: count, total, self (%s)", path)
+	// Tracks by their numbers: Perfetto shows a pid or tid of its own
+	// for some (a string hashed, tid 0 as the pid, a negative pid as 0).
+	var wantTracks, haveTracks [][2]int64
+	for _, row := range tracecheck.Query(t, path, perfettoTracks) {
+		wantTracks = append(wantTracks, [2]int64{num(row["n"]), num(row["busy"])})
+	}
+	for _, tr := range got.Tracks {
+		haveTracks = append(haveTracks, [2]int64{tr.Slices, tr.Busy})
+	}
+	order := func(a, b [2]int64) int { return cmp.Or(cmp.Compare(a[0], b[0]), cmp.Compare(a[1], b[1])) }
+	slices.SortFunc(wantTracks, order)
+	slices.SortFunc(haveTracks, order)
+	assert.Equal(t, wantTracks, haveTracks, "per track: slices, busy (%s)", path)
+}
+
+// TestStatsCorpusAgainstPerfetto compares stats with trace_processor on
+// the files of other tools' making that Perfetto loads.
+func TestStatsCorpusAgainstPerfetto(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(corpusDir, "verdicts.json"))
+	require.NoError(t, err)
+	var verdicts map[string]verdict
+	require.NoError(t, json.Unmarshal(data, &verdicts))
+	for name, v := range verdicts {
+		switch {
+		case v.Perfetto == "refuses the file" || v.Perfetto == "shows nothing":
+			continue
+		case v.Perfetto == "slice_max_depth_exceeded":
+			continue // stats counts the slices Perfetto drops: see docs/cli.md
+		}
+		t.Run(name, func(t *testing.T) { comparePerfetto(t, filepath.Join(corpusDir, name)) })
+	}
+}
