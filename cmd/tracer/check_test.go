@@ -60,7 +60,8 @@ func TestCheckBroken(t *testing.T) {
 		{"comma before ]", "[\n" + ev + ",\n]", 3, trace.KindFraming},
 		{"text after the array", "[\n" + ev + "\n]\nxyz", 4, trace.KindFraming},
 		{"unterminated traceEvents", `{"traceEvents":[` + "\n" + ev + ",\n", 3, trace.KindFraming},
-		{"not a trace", "hello", 1, trace.KindFraming},
+		{"not a trace", "hello", 1, trace.KindNotJSON},
+		{"byte order mark", "\xef\xbb\xbf[\n" + ev + "\n]", 1, trace.KindFraming},
 		{"empty", "", 1, trace.KindFraming},
 	}
 	dir := t.TempDir()

@@ -34,6 +34,9 @@ func createOutput(path string, gz bool, stdout io.Writer) (*output, error) {
 	o := &output{}
 	var dst io.Writer = stdout
 	if path != "-" {
+		if target, err := filepath.EvalSymlinks(path); err == nil {
+			path = target // replace the file a symlink names, not the symlink
+		}
 		tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
 		if err != nil {
 			return nil, err

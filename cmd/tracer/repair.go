@@ -62,9 +62,13 @@ func repairedName(path string) string {
 // repair writes the events of the file at path that the viewers can read
 // to dst as a strict-JSON trace, and says on report what it changed.
 func repair(path, dst string, closeOpen, inPlace, quiet bool, stdout, report io.Writer) error {
-	var dropped, fixed, rewritten int
+	var dropped, fixed, rewritten, problems int
+	notJSON := ""
 	in, err := openInput(path, quiet, func(p trace.Problem) {
+		problems++
 		switch p.Kind {
+		case trace.KindNotJSON:
+			notJSON = p.Msg
 		case trace.KindSyntax, trace.KindTorn:
 			dropped++
 			fmt.Fprintf(report, "%s:%d: dropped: %s\n", path, p.Line, p.Msg)
@@ -105,6 +109,17 @@ func repair(path, dst string, closeOpen, inPlace, quiet bool, stdout, report io.
 	if err != nil {
 		o.Abort()
 		return fmt.Errorf("%s: %w", path, err)
+	}
+	if notJSON != "" {
+		// Never replace a file with less than it held: what is not a
+		// trace is not repaired into an empty one.
+		o.Abort()
+		return fmt.Errorf("%s: %s: left as it is", path, notJSON)
+	}
+	if inPlace && problems == 0 && (!closeOpen || len(a.Open()) == 0) {
+		o.Abort() // the file is left byte for byte as it was
+		fmt.Fprintf(report, "%s: nothing to repair; left as it is\n", path)
+		return nil
 	}
 	closed := 0
 	if closeOpen {

@@ -21,14 +21,15 @@ type Kind string
 // The kinds of problems the Reader reports. Check adds the kinds of
 // problems that need the events' meaning (see Kind* in check.go).
 const (
-	KindSyntax  Kind = "syntax"  // an event that is not valid JSON
-	KindTorn    Kind = "torn"    // the file ends inside an event
-	KindFraming Kind = "framing" // the array around the events
-	KindUTF8    Kind = "utf8"    // invalid UTF-8 in a string
-	KindDetect  Kind = "detect"  // Perfetto would not recognise the file as JSON
-	KindStrict  Kind = "strict"  // not JSON, but Perfetto reads it: chrome://tracing refuses the file
-	KindGzip    Kind = "gzip"    // a cut or damaged gzip stream
-	KindMembers Kind = "members" // several gzip members: chrome://tracing reads the first
+	KindSyntax  Kind = "syntax"      // an event that is not valid JSON
+	KindTorn    Kind = "torn"        // the file ends inside an event
+	KindFraming Kind = "framing"     // the array around the events
+	KindNotJSON Kind = "not a trace" // the file does not start as a JSON trace: nothing to read
+	KindUTF8    Kind = "utf8"        // invalid UTF-8 in a string
+	KindDetect  Kind = "detect"      // Perfetto would not recognise the file as JSON
+	KindStrict  Kind = "strict"      // not JSON, but Perfetto reads it: chrome://tracing refuses the file
+	KindGzip    Kind = "gzip"        // a cut or damaged gzip stream
+	KindMembers Kind = "members"     // several gzip members: chrome://tracing reads the first
 )
 
 // maxEvent is the largest event the Reader takes, uncompressed. An event
@@ -177,6 +178,11 @@ func (r *Reader) step() (ev *Event, ok bool) {
 			return nil, false
 		}
 		r.first = false
+		if bytes.HasPrefix(r.buf[r.pos:], utf8BOM) {
+			// catapult reads past it; Perfetto refuses the file.
+			r.problem(1, KindFraming, "a UTF-8 byte order mark before the trace: Perfetto refuses the file (Unknown trace type); tracer repair removes it")
+			r.pos += len(utf8BOM)
+		}
 		r.sniff()
 	}
 	r.skipWS()
@@ -195,7 +201,7 @@ func (r *Reader) step() (ev *Event, ok bool) {
 			r.state = stObjFirst
 			r.obj = true
 		default:
-			r.problem(r.line, KindFraming, "not a JSON trace: it starts with %s, not [ or {", printable(c))
+			r.problem(r.line, KindNotJSON, "not a JSON trace: it starts with %s, not [ or {", printable(c))
 			r.stop()
 		}
 		return nil, true
@@ -448,12 +454,15 @@ func (r *Reader) member() (*Event, bool) {
 }
 
 // sniff checks the start of the file as Perfetto does.
+// utf8BOM is the byte order mark some editors put at the start of a file.
+var utf8BOM = []byte{0xef, 0xbb, 0xbf}
+
 func (r *Reader) sniff() {
 	// Perfetto drops the white space of the first bytes, then looks for
 	// [{" or {" at their start: a pretty-printed file passes.
 	var head [perfettoSniff]byte
 	b := head[:0]
-	for _, c := range r.buf[:min(len(r.buf), perfettoSniff)] {
+	for _, c := range r.buf[r.pos:min(len(r.buf), r.pos+perfettoSniff)] {
 		if c != ' ' && c != '\t' && c != '\r' && c != '\n' {
 			b = append(b, c)
 		}
