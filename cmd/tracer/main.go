@@ -12,6 +12,9 @@
 //	tracer import-go [-align SPANS] [-o OUT] TRACE
 //	tracer export -format parquet -o DIR FILE...
 //	tracer sql [-format table|csv|json] FILE... 'QUERY'
+//	tracer version
+//
+// Flags may come before or after the file names.
 //
 // check reads each file the way Perfetto and chrome://tracing do and
 // prints every problem they would trip on, as FILE:LINE: explanation. It
@@ -58,6 +61,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
+	"slices"
 )
 
 // errUsage marks errors in the command line: exit status 2.
@@ -81,7 +86,8 @@ const usage = `usage:
   tracer import-go [-align SPANS] [-o OUT] TRACE   (runs tracer-import-go)
   tracer export -format parquet -o DIR FILE...     (runs tracer-export)
   tracer sql [-format table|csv|json] FILE... 'QUERY'   (runs tracer-sql)
-Run 'tracer COMMAND -h' for a command's options.`
+  tracer version
+Run 'tracer COMMAND -h' for a command's options; flags may follow file names.`
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
@@ -102,6 +108,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		"import-go": runImportGo,
 		"export":    runExport,
 		"sql":       runSQL,
+		"version":   runVersion,
 	}
 	cmd, ok := cmds[args[0]]
 	switch {
@@ -142,13 +149,59 @@ func newFlags(name, args string, stderr io.Writer) *flag.FlagSet {
 }
 
 // parseFlags parses args, turning a bad flag into a usage error (the flag
-// package has already printed it, with the usage).
+// package has already printed it, with the usage). Flags may come after
+// file names, as with go test (tracer stats t.json -top 5); "--" ends the
+// flags, for a file whose name starts with "-".
 func parseFlags(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return usageError{"bad arguments"}
+	var files, rest []string
+	if i := slices.Index(args, "--"); i >= 0 {
+		args, rest = args[:i], args[i+1:]
 	}
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return err
+			}
+			return usageError{"bad arguments"}
+		}
+		args = fs.Args()
+		i := 0
+		for i < len(args) && (len(args[i]) < 2 || args[i][0] != '-') {
+			i++ // a file name, or "-" for standard input
+		}
+		files = append(files, args[:i]...)
+		if i == len(args) {
+			break
+		}
+		args = args[i:]
+	}
+	files = append(files, rest...)
+	return fs.Parse(append([]string{"--"}, files...)) // fs.Args() is files
+}
+
+// runVersion is "tracer version": the module's version (or "(devel)" for
+// a build from a checkout, with its commit), and the Go version it was
+// built with.
+func runVersion(args []string, stdout, _ io.Writer) error {
+	if len(args) > 0 {
+		return usageError{"version takes no arguments"}
+	}
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return errors.New("no build information in this binary")
+	}
+	version := info.Main.Version
+	if version == "" {
+		version = "(devel)"
+	}
+	for _, s := range info.Settings {
+		if s.Key == "vcs.revision" {
+			version += " " + s.Value
+		}
+		if s.Key == "vcs.modified" && s.Value == "true" {
+			version += " (modified)"
+		}
+	}
+	fmt.Fprintf(stdout, "tracer %s %s, built with %s\n", info.Main.Path, version, info.GoVersion)
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -45,6 +46,7 @@ func runMerge(args []string, stdout, stderr io.Writer) error {
 	offs := offsets{}
 	fs.Var(offs, "offset", "shift `FILE=DURATION`'s timestamps by the duration (after alignment on its anchor, if it has one)")
 	quiet := fs.Bool("q", false, "no progress bar and no report")
+	force := fs.Bool("f", false, "merge a file given twice (its events twice), or into OUT that is one of the files")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -53,6 +55,11 @@ func runMerge(args []string, stdout, stderr io.Writer) error {
 		return usageError{"-o OUT is required"}
 	case fs.NArg() == 0:
 		return usageError{"no file to merge"}
+	}
+	if !*force {
+		if err := sameFiles(*out, fs.Args()); err != nil {
+			return err
+		}
 	}
 	for f := range offs {
 		if !slices.Contains(fs.Args(), f) {
@@ -339,4 +346,27 @@ func (m *merger) rotatedDup(f *mergeFile, ev *trace.Event, ph byte) bool {
 	}
 	m.open[k] = append(m.open[k], openB{ev.TS, name})
 	return false
+}
+
+// sameFiles returns an error naming a file given twice among files (a
+// shell glob that matches a.json and ./a.json, a file copied by a link),
+// whose events the merge would hold twice, or out among them.
+func sameFiles(out string, files []string) error {
+	stats := make([]os.FileInfo, len(files))
+	for i, f := range files {
+		fi, err := os.Stat(f)
+		if err != nil {
+			continue // reported when the merge opens it
+		}
+		stats[i] = fi
+		for j := range i {
+			if stats[j] != nil && os.SameFile(stats[j], fi) {
+				return fmt.Errorf("%s and %s are the same file: its events would be in the merge twice (-f merges it anyway)", files[j], f)
+			}
+		}
+		if ofi, err := os.Stat(out); err == nil && os.SameFile(ofi, fi) {
+			return fmt.Errorf("-o %s is %s, one of the files to merge (-f replaces it with the merge)", out, f)
+		}
+	}
+	return nil
 }

@@ -1,0 +1,72 @@
+package main
+
+import (
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestFlagsAfterFiles: flags go before or after file names, as go test
+// takes them; "--" ends the flags, for a file named like one.
+func TestFlagsAfterFiles(t *testing.T) {
+	dir := t.TempDir()
+	path := writeFile(t, dir, "t.json", "[\n"+ev+"\n]\n")
+	writeFile(t, dir, "-top", "[\n"+ev+"\n]\n")
+	t.Chdir(dir) // for a relative file name that starts with "-"
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"before", []string{"stats", "-json", path}, 0, `"spans"`},
+		{"after", []string{"stats", path, "-json"}, 0, `"spans"`},
+		{"value after", []string{"stats", path, "-top", "1", "-json"}, 0, `"spans"`},
+		{"check, quiet after", []string{"check", path, "-q"}, 0, ""},
+		{"dashed file after --", []string{"check", "--", "-top"}, 0, ""},
+		{"dashed file without --", []string{"check", "-top"}, 2, ""},
+		{"unknown flag after", []string{"stats", path, "-nope"}, 2, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := runCmd(tc.args...)
+			require.Equal(t, tc.code, code, stderr)
+			assert.Contains(t, stdout, tc.want)
+		})
+	}
+}
+
+// TestVersion prints the module and the Go version from the build info.
+func TestVersion(t *testing.T) {
+	code, stdout, _ := runCmd("version")
+	require.Equal(t, 0, code)
+	assert.True(t, strings.HasPrefix(stdout, "tracer "), stdout)
+	assert.Contains(t, stdout, runtime.Version())
+	code, _, _ = runCmd("version", "extra")
+	assert.Equal(t, 2, code)
+}
+
+// TestMergeSameFileTwice: a file given twice, under any name, or the
+// output among the inputs, is refused without -f, and nothing is written.
+func TestMergeSameFileTwice(t *testing.T) {
+	dir := t.TempDir()
+	a := writeFile(t, dir, "a.json", "[\n"+ev+"\n]\n")
+	t.Chdir(dir)
+	out := filepath.Join(dir, "all.json")
+	for _, args := range [][]string{
+		{"merge", "-o", out, a, a},
+		{"merge", "-o", out, a, "./a.json"},
+		{"merge", "-o", a, a},
+	} {
+		code, _, stderr := runCmd(args...)
+		assert.Equal(t, 1, code, "%v", args)
+		assert.Contains(t, stderr, "-f", "the error says how to do it anyway")
+		assert.NoFileExists(t, out)
+	}
+	code, _, stderr := runCmd("merge", "-f", "-q", "-o", out, a, a)
+	require.Equal(t, 0, code, stderr)
+	assert.Len(t, strictEvents(t, out), 2, "with -f, twice")
+}
