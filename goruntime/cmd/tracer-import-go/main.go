@@ -5,7 +5,7 @@
 // cycles and stop-the-world pauses, heap and goroutine counters, regions,
 // tasks and logs.
 //
-//	tracer-import-go [-align SPANS.json] [-min-state 10us] [-o OUT.json] TRACE
+//	tracer-import-go [-align SPANS.json] [-min-state 10us] [-o OUT.json] [-f] TRACE
 //
 // With -align, the output takes the pid and the clocks of ts 0 of a span
 // trace written by the same process, so that "tracer merge SPANS.json
@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -43,6 +44,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	align := fs.String("align", "", "take pid and ts 0 from the span trace `FILE` of the same process")
 	minState := fs.Duration("min-state", goruntime.DefaultMinState, "leave out goroutine states shorter than this")
 	pid := fs.Int("pid", 0, "the pid to write (default: the aligned trace's, or 1)")
+	force := fs.Bool("f", false, "write over OUT if it exists")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: tracer import-go [flags] TRACE")
 		fs.PrintDefaults()
@@ -73,13 +75,30 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer r.Close()
-	w, err := os.Create(*out)
+	if _, err := os.Stat(*out); err == nil && !*force {
+		return fmt.Errorf("%s exists: -f writes over it, -o names another file", *out)
+	}
+	// Written beside OUT and renamed into place: OUT is never left half
+	// written, and a trace that converts to nothing leaves nothing.
+	w, err := os.CreateTemp(filepath.Dir(*out), "."+filepath.Base(*out)+".*.tmp")
 	if err != nil {
 		return err
 	}
 	n, err := goruntime.Convert(w, bufio.NewReaderSize(r, 1<<20), cfg, goruntime.WithMinState(*minState))
 	if cerr := w.Close(); err == nil {
 		err = cerr
+	}
+	if err != nil && n == 0 {
+		os.Remove(w.Name())
+		return fmt.Errorf("%s: %w (nothing written)", in, err)
+	}
+	if rerr := os.Chmod(w.Name(), 0o644); rerr != nil {
+		os.Remove(w.Name())
+		return rerr
+	}
+	if rerr := os.Rename(w.Name(), *out); rerr != nil {
+		os.Remove(w.Name())
+		return rerr
 	}
 	if err != nil {
 		return fmt.Errorf("%s: %w (the %d events before the damage are in %s)", in, err, n, *out)

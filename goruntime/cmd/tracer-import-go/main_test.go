@@ -62,6 +62,9 @@ func TestImportGo(t *testing.T) {
 		{name: "missing", args: []string{filepath.Join(dir, "nope.out")}, wantErr: "no such file"},
 		{name: "align to a non-trace", args: []string{"-align", exec, exec}, wantErr: "not a tracer file"},
 		{name: "no trace", args: nil, wantErr: "one execution trace"},
+		{name: "exists", args: []string{"-o", spans, exec}, wantErr: "exists: -f writes over it"},
+		{name: "not an execution trace", args: []string{"-o", filepath.Join(dir, "x.json"), spans}, wantErr: "nothing written"},
+		{name: "over with -f", args: []string{"-f", "-o", filepath.Join(dir, "a.json"), exec}, out: filepath.Join(dir, "a.json")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
@@ -69,6 +72,9 @@ func TestImportGo(t *testing.T) {
 			if tc.wantErr != "" {
 				require.Error(t, err)
 				assert.Contains(t, err.Error(), tc.wantErr)
+				assert.NoFileExists(t, filepath.Join(dir, "x.json"), "a failed conversion leaves nothing")
+				litter, _ := filepath.Glob(filepath.Join(dir, ".*.tmp"))
+				assert.Empty(t, litter)
 				return
 			}
 			require.NoError(t, err)
