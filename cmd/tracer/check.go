@@ -74,9 +74,15 @@ func checkFile(path string, quiet bool, report func(trace.Problem), note ...*str
 	if err != nil {
 		return nil, 0, fmt.Errorf("%s: %w", path, err)
 	}
+	cut := ""
+	if in.crashed() {
+		open := len(a.Open())
+		cut = fmt.Sprintf("cut: the file ends as a crash leaves it (both viewers load it; tracer repair makes it strict JSON), %d %s still open at the end", open, plural(open, "span"))
+	}
 	a.Finish(in.crashed())
 	for _, n := range note {
-		*n = a.Note()
+		*n = strings.TrimPrefix(a.Note()+"; "+cut, "; ")
+		*n = strings.TrimSuffix(*n, "; ")
 	}
 	return problems, a.Events, nil
 }

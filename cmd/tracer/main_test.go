@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -69,4 +70,36 @@ func TestMergeSameFileTwice(t *testing.T) {
 	code, _, stderr := runCmd("merge", "-f", "-q", "-o", out, a, a)
 	require.Equal(t, 0, code, stderr)
 	assert.Len(t, strictEvents(t, out), 2, "with -f, twice")
+}
+
+// TestCutFileReported: a file cut by a crash is said to be one, with the
+// spans still open at its end, and stats counts those spans to the end of
+// the trace rather than leaving them out.
+func TestCutFileReported(t *testing.T) {
+	dir := t.TempDir()
+	cut := writeFile(t, dir, "cut.json", "[\n"+
+		`{"name":"request","ph":"B","ts":10,"pid":1,"tid":1},`+"\n"+
+		`{"name":"step","ph":"X","ts":20,"dur":5,"pid":1,"tid":1},`+"\n"+
+		`{"name":"last","ph":"X","ts":30,"dur":10,"pid":1,"tid":2},`+"\n")
+	code, stdout, _ := runCmd("check", cut)
+	assert.Equal(t, 0, code, "both viewers load it")
+	assert.Contains(t, stdout, "cut: the file ends as a crash leaves it")
+	assert.Contains(t, stdout, "1 span still open at the end")
+
+	code, stdout, stderr := runCmd("stats", "-json", cut)
+	require.Equal(t, 0, code, stderr)
+	var s Stats
+	require.NoError(t, json.Unmarshal([]byte(stdout), &s))
+	assert.Equal(t, 1, s.Open)
+	assert.Contains(t, s.Cut, "cut:")
+	var request *SpanStats
+	for i := range s.Spans {
+		if s.Spans[i].Name == "request" {
+			request = &s.Spans[i]
+		}
+	}
+	require.NotNil(t, request, "the open span is counted")
+	assert.EqualValues(t, 1, request.Count)
+	assert.EqualValues(t, 30_000, request.Total, "from its start to the end of the trace (ns)")
+	assert.EqualValues(t, 25_000, request.Self)
 }

@@ -32,6 +32,8 @@ type Stats struct {
 	// Note says what the user should know of the span names: that names
 	// which differ only in digits were counted as one.
 	Note string `json:"note,omitempty"`
+	Open int    `json:"open"`          // spans still open at the end, counted to it
+	Cut  string `json:"cut,omitempty"` // the file ends as a crash leaves it, or with spans never ended
 	// QuantileError is the relative error of P50, P95 and P99.
 	QuantileError float64 `json:"quantile_error"`
 }
@@ -138,12 +140,23 @@ func computeStats(path string, quiet bool) (*Stats, error) {
 	if err := in.each(func(ev *trace.Event) error { a.Add(ev); return nil }); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
+	open := 0
+	if a.HasTS {
+		// Spans still open at the end lasted at least to it: count them
+		// so, as the viewers draw them, rather than leave them out.
+		open = a.EndOpen(a.MaxTS)
+	}
 	a.Finish(in.crashed())
 	if a.Events == 0 && problems > 0 {
 		return nil, fmt.Errorf("%s: no events read, and %d %s: run tracer check", path, problems, plural(problems, "problem"))
 	}
 
-	s := &Stats{File: path, Events: a.Events, Problems: problems, QuantileError: trace.SketchError, Note: a.Note()}
+	s := &Stats{File: path, Events: a.Events, Problems: problems, QuantileError: trace.SketchError, Note: a.Note(), Open: open}
+	if in.crashed() {
+		s.Cut = fmt.Sprintf("cut: the file ends as a crash leaves it, %d %s still open at the end (counted to its last timestamp)", open, plural(open, "span"))
+	} else if open > 0 {
+		s.Cut = fmt.Sprintf("%d %s never ended (counted to the last timestamp)", open, plural(open, "span"))
+	}
 	if a.HasTS {
 		s.Start, s.End, s.Duration = a.MinTS, a.MaxTS, a.MaxTS-a.MinTS
 	}
@@ -197,6 +210,9 @@ func printStats(w io.Writer, s *Stats, top int) error {
 		fmt.Fprintf(w, ", from %s", s.Wall)
 	}
 	fmt.Fprintf(w, "\ndropped events: %s\n", strconv.FormatFloat(s.Dropped, 'f', -1, 64))
+	if s.Cut != "" {
+		fmt.Fprintln(w, s.Cut)
+	}
 
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(w, "\nspans (%d of %d; p50/p95/p99 within %.0f%%):\n", limit(len(s.Spans)), len(s.Spans), 100*s.QuantileError)

@@ -545,6 +545,30 @@ type OpenSpan struct {
 	TS       int64
 }
 
+// EndOpen ends every span still open (a B without its E) at ts, the way
+// a trace cut by a crash is read: each lasts to the end of the trace, as
+// both viewers draw it. It returns how many it ended. Call it before
+// Finish, once every event is added.
+func (a *Analyzer) EndOpen(ts int64) int {
+	n := 0
+	for _, t := range a.trackList {
+		for len(t.open) > 0 {
+			b := t.open[len(t.open)-1]
+			t.open = t.open[:len(t.open)-1]
+			if a.grouped {
+				delete(a.exact, b.seq)
+			}
+			end := max(ts, b.ts)
+			if b.cut && b.cutAt < end {
+				end = b.cutAt
+			}
+			a.slice(t, b.ts, end, b.name, int(b.line), true, b.seq)
+			n++
+		}
+	}
+	return n
+}
+
 // Open returns the B events still open, innermost first per track.
 func (a *Analyzer) Open() []OpenSpan {
 	var o []OpenSpan
