@@ -110,22 +110,22 @@ func (r *Reader) fill() bool {
 		}
 		r.buf = append(r.buf, make([]byte, cap(r.buf))...)[:len(r.buf)]
 	}
-	for {
-		n, err := r.r.Read(r.buf[len(r.buf):cap(r.buf)])
-		r.buf = r.buf[:len(r.buf)+n]
-		if err != nil {
-			// Progress either way: the end of the input is news to the
-			// caller, who may have been waiting for more.
-			r.eof = true
-			if !errors.Is(err, io.EOF) {
-				r.err = err
-			}
-			return true
-		}
-		if n > 0 {
-			return true
+	// Read at least as much as is buffered already: the caller scans what
+	// it holds again when an event is not whole, so reading a long event
+	// in a gzip stream's small pieces would cost time quadratic in its
+	// length (a 64 MB line took 24 s, against 0.2 s plain).
+	want := min(cap(r.buf)-len(r.buf), max(len(r.buf), 64<<10))
+	n, err := io.ReadAtLeast(r.r, r.buf[len(r.buf):cap(r.buf)], want)
+	r.buf = r.buf[:len(r.buf)+n]
+	if err != nil {
+		// Progress either way: the end of the input is news to the
+		// caller, who may have been waiting for more.
+		r.eof = true
+		if !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+			r.err = err
 		}
 	}
+	return true
 }
 
 // Next returns the next valid event, or io.EOF after the last one, or
