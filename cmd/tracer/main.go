@@ -12,7 +12,11 @@
 //	tracer import-go [-align SPANS] [-o OUT] TRACE
 //	tracer export -format parquet -o DIR FILE...
 //	tracer sql [-format table|csv|json] FILE... 'QUERY'
+//	tracer view [-no-browser] [-port N] FILE
 //	tracer version
+//
+// view serves FILE on 127.0.0.1:9001 to the Perfetto UI and opens it there
+// in the browser, as Perfetto documents for local files.
 //
 // Flags may come before or after the file names.
 //
@@ -86,6 +90,7 @@ const usage = `usage:
   tracer import-go [-align SPANS] [-o OUT] TRACE   (runs tracer-import-go)
   tracer export -format parquet -o DIR FILE...     (runs tracer-export)
   tracer sql [-format table|csv|json] FILE... 'QUERY'   (runs tracer-sql)
+  tracer view [-no-browser] FILE                  (opens it in ui.perfetto.dev)
   tracer version
 Run 'tracer COMMAND -h' for a command's options; flags may follow file names.`
 
@@ -109,6 +114,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		"export":    runExport,
 		"sql":       runSQL,
 		"version":   runVersion,
+		"view":      runView,
 	}
 	cmd, ok := cmds[args[0]]
 	switch {

@@ -1,0 +1,188 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"sync"
+)
+
+// Opening a trace in Perfetto's UI the way Perfetto documents for a local
+// file: serve it on 127.0.0.1, on port 9001 (the one origin the UI's
+// content security policy lets it fetch from), with the CORS header for
+// https://ui.perfetto.dev, and open the UI at ?url= naming it. The UI
+// fetches it into the browser; nothing leaves the machine.
+
+// perfettoUI is the Perfetto UI's origin.
+const perfettoUI = "https://ui.perfetto.dev"
+
+// viewPort is the port the Perfetto UI fetches local traces from.
+const viewPort = 9001
+
+// browserLimit is the size past which the Perfetto UI in a browser tab
+// usually fails to open a trace (it holds it in the tab's memory).
+const browserLimit = 1 << 30
+
+// runView is "tracer view".
+func runView(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("view", "[-no-browser] [-port N] FILE", stderr)
+	noBrowser := fs.Bool("no-browser", false, "print the URL instead of opening a browser (also when TRACER_NO_BROWSER is set)")
+	port := fs.Int("port", viewPort, "serve on this port of 127.0.0.1 (the Perfetto UI fetches only from 9001)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usageError{"view takes one file"}
+	}
+	path := fs.Arg(0)
+	st, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	if !st.Mode().IsRegular() {
+		return fmt.Errorf("%s is not a regular file", path)
+	}
+	fmt.Fprint(stderr, sizeWarning(path, st.Size()))
+	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(*port)))
+	if err != nil {
+		return fmt.Errorf("cannot serve on 127.0.0.1:%d (%w): is another tracer view running?", *port, err)
+	}
+	v := newViewer(path, l)
+	link := v.uiURL()
+	opened := false
+	if !*noBrowser && os.Getenv("TRACER_NO_BROWSER") == "" {
+		opened = openBrowser(link) == nil
+	}
+	if opened {
+		fmt.Fprintf(stdout, "opened %s\nserving %s on %s until the UI has fetched it (Ctrl-C stops)\n", link, path, v.base())
+	} else {
+		fmt.Fprintf(stdout, "open %s\nin a browser on this machine (serving %s on %s until the UI has fetched it; Ctrl-C stops).\n"+
+			"Over SSH, forward the port first: ssh -L %d:127.0.0.1:%d HOST\n", link, path, v.base(), *port, *port)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	return v.serve(ctx)
+}
+
+// A viewer serves one trace file to the Perfetto UI, once.
+type viewer struct {
+	path, name string
+	l          net.Listener
+	srv        *http.Server
+	fetched    chan struct{} // closed once the whole file was sent
+	once       sync.Once
+}
+
+func newViewer(path string, l net.Listener) *viewer {
+	v := &viewer{path: path, name: filepath.Base(path), l: l, fetched: make(chan struct{})}
+	v.srv = &http.Server{Handler: v}
+	return v
+}
+
+// base returns the server's address, http://127.0.0.1:PORT.
+func (v *viewer) base() string { return "http://" + v.l.Addr().String() }
+
+// fileURL returns the URL of the trace on the server.
+func (v *viewer) fileURL() string { return v.base() + "/" + url.PathEscape(v.name) }
+
+// uiURL returns the Perfetto UI's URL that opens the trace.
+func (v *viewer) uiURL() string { return perfettoUI + "/#!/?url=" + v.fileURL() }
+
+// serve serves until the file was fetched whole, or ctx is done.
+func (v *viewer) serve(ctx context.Context) error {
+	errc := make(chan error, 1)
+	go func() { errc <- v.srv.Serve(v.l) }()
+	select {
+	case <-v.fetched:
+	case <-ctx.Done():
+	case err := <-errc:
+		return err
+	}
+	return v.srv.Shutdown(context.Background()) // lets the last response finish
+}
+
+// ServeHTTP serves the trace at /NAME, to the Perfetto UI's origin, and
+// nothing else: another path is 404, a request for another host name (a
+// page of another site reaching 127.0.0.1 by DNS rebinding) 403.
+func (v *viewer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if host, _, err := net.SplitHostPort(r.Host); err != nil || (host != "127.0.0.1" && host != "localhost") {
+		http.Error(w, "tracer view serves 127.0.0.1 only", http.StatusForbidden)
+		return
+	}
+	if r.URL.Path != "/"+v.name {
+		http.NotFound(w, r)
+		return
+	}
+	h := w.Header()
+	h.Set("Access-Control-Allow-Origin", perfettoUI)
+	h.Set("Access-Control-Allow-Methods", "GET, HEAD, OPTIONS")
+	h.Set("Access-Control-Allow-Headers", "*")
+	h.Set("Cache-Control", "no-store")
+	switch r.Method {
+	case http.MethodOptions: // a CORS preflight
+		w.WriteHeader(http.StatusNoContent)
+		return
+	case http.MethodGet, http.MethodHead:
+	default:
+		http.Error(w, "GET only", http.StatusMethodNotAllowed)
+		return
+	}
+	f, err := os.Open(v.path)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	h.Set("Content-Type", "application/octet-stream")
+	h.Set("Content-Length", strconv.FormatInt(st.Size(), 10))
+	if r.Method == http.MethodHead {
+		return
+	}
+	if n, err := io.Copy(w, f); err == nil && n == st.Size() {
+		v.once.Do(func() { close(v.fetched) })
+	}
+}
+
+// openBrowser opens link in the user's browser.
+func openBrowser(link string) error {
+	var cmd *exec.Cmd
+	switch runtime.GOOS {
+	case "darwin":
+		cmd = exec.Command("open", link)
+	case "windows":
+		cmd = exec.Command("rundll32", "url.dll,FileProtocolHandler", link)
+	default:
+		if os.Getenv("DISPLAY") == "" && os.Getenv("WAYLAND_DISPLAY") == "" {
+			return errors.New("no display")
+		}
+		cmd = exec.Command("xdg-open", link)
+	}
+	return cmd.Start()
+}
+
+// sizeWarning returns what to say of a trace of size bytes before serving
+// it: nothing, or that the browser will likely fail, and what to run.
+func sizeWarning(path string, size int64) string {
+	if size <= browserLimit {
+		return ""
+	}
+	return fmt.Sprintf("%s is %d MiB: the Perfetto UI in a browser rarely opens more than 1 GiB. To look at it anyway:\n"+
+		"  tracer stats %s                    # where the time goes, from the command line\n"+
+		"  trace_processor_shell --httpd %s   # Perfetto's engine outside the browser; the UI offers to use it\n",
+		path, size>>20, path, path)
+}
