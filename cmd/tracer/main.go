@@ -13,10 +13,15 @@
 //	tracer export -format parquet -o DIR FILE...
 //	tracer sql [-format table|csv|json] FILE... 'QUERY'
 //	tracer view [-no-browser] [-port N] FILE
+//	tracer cut [-from D] [-to D] [-pid N] [-tid N] [-name NAME] [-cat CAT] -o OUT FILE
 //	tracer version
 //
 // view serves FILE on 127.0.0.1:9001 to the Perfetto UI and opens it there
 // in the browser, as Perfetto documents for local files.
+//
+// cut writes the events of a time window (and of a process, a thread, a
+// name or a category), spans that cross its edges clipped to it, with the
+// metadata that names the tracks and each counter's value at its start.
 //
 // Flags may come before or after the file names.
 //
@@ -91,6 +96,7 @@ const usage = `usage:
   tracer export -format parquet -o DIR FILE...     (runs tracer-export)
   tracer sql [-format table|csv|json] FILE... 'QUERY'   (runs tracer-sql)
   tracer view [-no-browser] FILE                  (opens it in ui.perfetto.dev)
+  tracer cut [-from D] [-to D] [-pid N] [-tid N] [-name NAME] [-cat CAT] -o OUT FILE
   tracer version
 Run 'tracer COMMAND -h' for a command's options; flags may follow file names.`
 
@@ -115,6 +121,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		"sql":       runSQL,
 		"version":   runVersion,
 		"view":      runView,
+		"cut":       runCut,
 	}
 	cmd, ok := cmds[args[0]]
 	switch {

@@ -194,6 +194,19 @@ type edit struct {
 	with []byte
 }
 
+// applyEdits appends to b the event raw with edits made, which may come
+// in any order and must not overlap.
+func applyEdits(b, raw []byte, edits []edit) []byte {
+	slices.SortFunc(edits, func(a, b edit) int { return cmp.Compare(a.span.Start, b.span.Start) })
+	at := 0
+	for _, e := range edits {
+		b = append(b, raw[at:e.span.Start]...)
+		b = append(b, e.with...)
+		at = e.span.End
+	}
+	return append(b, raw[at:]...)
+}
+
 // merge writes the events of f.
 func (m *merger) merge(f *mergeFile) error {
 	var skipped int
@@ -306,15 +319,7 @@ func (m *merger) event(f *mergeFile, ev *trace.Event, pids map[int64]int64) {
 		m.out.event(ev.Raw)
 		return
 	}
-	slices.SortFunc(edits, func(a, b edit) int { return cmp.Compare(a.span.Start, b.span.Start) })
-	b := m.buf[:0]
-	at := 0
-	for _, e := range edits {
-		b = append(b, ev.Raw[at:e.span.Start]...)
-		b = append(b, e.with...)
-		at = e.span.End
-	}
-	m.buf = append(b, ev.Raw[at:]...)
+	m.buf = applyEdits(m.buf[:0], ev.Raw, edits)
 	m.out.event(m.buf)
 }
 

@@ -48,7 +48,7 @@ type Event struct {
 	BadUTF8 int
 
 	// Spans of values in Raw, for rewriting: [start, end) or zero.
-	TSSpan, PidSpan Span
+	TSSpan, DurSpan, PidSpan Span
 }
 
 // A Span is a range [Start, End) of bytes in Event.Raw.

@@ -613,7 +613,7 @@ func (s *scanner) member(e *Event, key keyCode, v, start int) int {
 					if key == keyTS {
 						e.TS, e.HasTS, e.TSSpan = ns, true, Span{v - start, n - start}
 					} else {
-						e.Dur, e.HasDur = ns, true
+						e.Dur, e.HasDur, e.DurSpan = ns, true, Span{v - start, n - start}
 					}
 				}
 			}
@@ -628,7 +628,7 @@ func (s *scanner) member(e *Event, key keyCode, v, start int) int {
 				if key == keyTS {
 					e.TS, e.HasTS, e.TSSpan = ns, true, Span{v - start, n - start}
 				} else {
-					e.Dur, e.HasDur = ns, true
+					e.Dur, e.HasDur, e.DurSpan = ns, true, Span{v - start, n - start}
 				}
 			}
 			return n
