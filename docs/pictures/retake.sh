@@ -8,6 +8,15 @@ root=$(cd "$here/../.." && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
+# basic.png and basic-stats.txt: the README's first command's trace, as
+# chrome://tracing draws it and as tracer stats sums it up.
+(cd "$root" && go build -o "$work/basic" ./examples/basic)
+mkdir "$work/basic.d"
+(cd "$work/basic.d" && ../basic >/dev/null)
+node "$here/screenshot.js" "$work/basic.d/trace.json" "$here/basic.png" 1200x560
+(cd "$root" && go build -o "$work/tracer" ./cmd/tracer)
+(cd "$work/basic.d" && ../tracer stats -top 6 trace.json) > "$here/basic-stats.txt"
+
 # services-merged.png: two processes over HTTP (examples/services), their
 # files merged; the arrows are tracehttp's traceparent links.
 (cd "$root" && go build -o "$work/services" ./examples/services && go build -o "$work/tracer" ./cmd/tracer)
