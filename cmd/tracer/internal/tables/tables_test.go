@@ -300,6 +300,9 @@ func TestOpenAndRotated(t *testing.T) {
 	end := tr.LongSpan("whole run")
 	for i := range 2000 {
 		tr.Span("step", tracer.Int("i", i))()
+		if i%200 == 0 {
+			require.NoError(t, tr.Flush()) // batches to rotate at: Close never rotates
+		}
 	}
 	end()
 	require.NoError(t, tr.Close())
