@@ -2,19 +2,18 @@ package tracer
 
 import (
 	"math"
-	"math/bits"
-	"slices"
 	"strconv"
 	"time"
-	"unicode/utf8"
 	"unsafe"
+
+	"github.com/gotracer/tracer/internal/jsonenc"
 )
 
 // MaxStringLen is the longest name, category, key or string value written
 // as is, in bytes. A longer string is cut at a character boundary and ends
 // with a marker saying how many bytes were cut, so a runaway value cannot
 // make a trace unloadable.
-const MaxStringLen = 4096
+const MaxStringLen = jsonenc.MaxStringLen
 
 // An encoder turns events into JSON lines: one event per line, each
 // followed by a comma. It appends to buf and never reflects or allocates
@@ -72,11 +71,11 @@ type cachedString struct {
 func (e *encoder) appendCached(b []byte, s *slot) []byte {
 	n := uint64(uint32(s.n)) // a span start keeps its token above
 	if n > maxCachedBytes {
-		return appendString(b, s.str())
+		return jsonenc.String(b, s.str())
 	}
 	c := &e.cache[(uintptr(unsafe.Pointer(s.p))>>3^uintptr(n))%nameCacheSize]
 	if c.p != s.p || c.n != n || c.esc == nil {
-		c.esc = appendString(c.esc[:0], s.str())
+		c.esc = jsonenc.String(c.esc[:0], s.str())
 		c.p, c.n = s.p, n
 	}
 	return append(b, c.esc...)
@@ -115,7 +114,7 @@ func (e *encoder) event(h *slot, rest []slot) {
 		b = append(b, `{"name":"thread_name","ph":"M"`...)
 		b = e.appendIDs(b, h.gid())
 		b = append(b, `,"args":{"name":`...)
-		b = appendString(b, h.str())
+		b = jsonenc.String(b, h.str())
 		e.buf = append(b, "}},\n"...)
 	case kindThreadSort:
 		b = append(b, `{"name":"thread_sort_index","ph":"M"`...)
@@ -177,7 +176,7 @@ var (
 func appendAsyncID(b []byte, x *slot) []byte {
 	b = append(b, `,"id2":{"local":`...)
 	if scope := uint16(x.meta >> 16); scope != 0 {
-		b = appendString(b, scopes.name(scope))
+		b = jsonenc.String(b, scopes.name(scope))
 		b = append(b[:len(b)-1], ":0x"...) // inside the string
 	} else {
 		b = append(b, `"0x`...)
@@ -196,7 +195,7 @@ func appendScope(b []byte, x *slot) []byte {
 		return b
 	}
 	b = append(b, `,"scope":`...)
-	return appendString(b, scopes.name(scope))
+	return jsonenc.String(b, scopes.name(scope))
 }
 
 // complete appends the X event of a span that started with h and lasted
@@ -204,7 +203,7 @@ func appendScope(b []byte, x *slot) []byte {
 func (e *encoder) complete(h *slot, rest, endArgs []slot, dur int64) {
 	b := e.appendHead(e.buf, h, rest, 'X', h.at())
 	b = append(b, `,"dur":`...)
-	b = appendMicros(b, dur)
+	b = jsonenc.Micros(b, dur)
 	b = e.appendIDs(b, h.gid())
 	e.buf = e.appendArgs(b, args(h, rest), endArgs)
 }
@@ -247,7 +246,7 @@ func (e *encoder) appendHead(b []byte, h *slot, rest []slot, ph byte, at int64) 
 		b = append(b, `,"cat":""`...)
 	}
 	b = append(b, phaseTs[ph]...)
-	return appendMicros(b, at-e.base)
+	return jsonenc.Micros(b, at-e.base)
 }
 
 // appendIDs appends the pid and tid of an event of goroutine gid: gid
@@ -270,7 +269,7 @@ func (e *encoder) appendTid(b []byte, tid uint64) []byte {
 		e.names.see(tid)
 	}
 	b = append(b, e.pidTid...)
-	return appendUint(b, tid)
+	return jsonenc.Uint(b, tid)
 }
 
 // appendTail ends an event with its args. Category and scope are not args:
@@ -291,7 +290,7 @@ func (e *encoder) appendArgs(b []byte, as, more []slot) []byte {
 	first := true
 	if gid != 0 { // drawn on a lane: say whose event it is
 		b = append(b, `"goroutine":`...)
-		b = appendUint(b, gid)
+		b = jsonenc.Uint(b, gid)
 		first = false
 	}
 	for _, as := range [2][]slot{as, more} {
@@ -307,222 +306,29 @@ func (e *encoder) appendArgs(b []byte, as, more []slot) []byte {
 			case argString:
 				if a.meta&metaHasValue != 0 {
 					i++
-					b = appendString(b, as[i].str())
+					b = jsonenc.String(b, as[i].str())
 				} else {
 					b = append(b, `""`...)
 				}
 			case argInt:
-				b = appendInt(b, int64(a.num))
+				b = jsonenc.Int(b, int64(a.num))
 			case argUint:
-				b = appendUint(b, a.num)
+				b = jsonenc.Uint(b, a.num)
 			case argFloat:
-				b = appendFloat(b, math.Float64frombits(a.num))
+				b = jsonenc.Float(b, math.Float64frombits(a.num))
 			case argBool:
 				b = strconv.AppendBool(b, a.num != 0)
 			case argDuration:
-				b = appendDuration(b, time.Duration(a.num))
+				b = jsonenc.Duration(b, time.Duration(a.num))
 			case argTime:
 				b = append(b, '"')
 				b = time.Unix(0, int64(a.num)).UTC().AppendFormat(b, time.RFC3339Nano)
 				b = append(b, '"')
 			case argStringer:
 				i++
-				b = appendString(b, callString(stringer(a.num, as[i].p)))
+				b = jsonenc.String(b, callString(stringer(a.num, as[i].p)))
 			}
 		}
 	}
 	return append(b, "}},\n"...)
-}
-
-// appendMicros writes a nanosecond count as microseconds with three
-// decimals, the precision Perfetto keeps without rounding. Like appendUint
-// it writes the digits straight into b's spare capacity: formatting into
-// a temporary and copying it cost as much again.
-func appendMicros(b []byte, ns int64) []byte {
-	u := uint64(ns)
-	if ns < 0 {
-		b = append(b, '-')
-		u = -u
-	}
-	us, frac := u/1000, u%1000
-	b = appendUint(b, us)
-	l := len(b)
-	b = grow(b, 4)[:l+4]
-	d := b[l : l+4 : l+4]
-	d[0] = '.'
-	d[1] = byte('0' + frac/100)
-	r := frac % 100 * 2
-	d[2], d[3] = digitPairs[r], digitPairs[r+1]
-	return b
-}
-
-// appendUint appends u in decimal.
-func appendUint(b []byte, u uint64) []byte {
-	if u < 10 { // durations under 10µs, small ids and counts
-		return append(b, byte('0'+u))
-	}
-	n := decimalLen(u)
-	l := len(b)
-	b = grow(b, n)[:l+n]
-	d := b[l : l+n : l+n]
-	i := n
-	for u >= 100 {
-		q := u / 100
-		r := (u - q*100) * 2
-		i -= 2
-		d[i], d[i+1] = digitPairs[r], digitPairs[r+1]
-		u = q
-	}
-	if u >= 10 {
-		d[1], d[0] = digitPairs[u*2+1], digitPairs[u*2]
-	} else {
-		d[0] = byte('0' + u)
-	}
-	return b
-}
-
-// appendInt appends v in decimal.
-func appendInt(b []byte, v int64) []byte {
-	if v < 0 {
-		return appendUint(append(b, '-'), -uint64(v))
-	}
-	return appendUint(b, uint64(v))
-}
-
-// grow returns b with room for n more bytes.
-func grow(b []byte, n int) []byte {
-	if cap(b)-len(b) < n {
-		b = slices.Grow(b, n)
-	}
-	return b
-}
-
-// decimalLen returns the number of decimal digits of u.
-func decimalLen(u uint64) int {
-	// bits.Len64 gives log2; 1233/4096 approximates log10(2).
-	n := (bits.Len64(u|1) * 1233) >> 12
-	if u >= powersOf10[n] {
-		n++
-	}
-	return max(n, 1)
-}
-
-var powersOf10 = [...]uint64{1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10,
-	1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19}
-
-const digitPairs = "00010203040506070809" +
-	"10111213141516171819" +
-	"20212223242526272829" +
-	"30313233343536373839" +
-	"40414243444546474849" +
-	"50515253545556575859" +
-	"60616263646566676869" +
-	"70717273747576777879" +
-	"80818283848586878889" +
-	"90919293949596979899"
-
-// appendFloat writes f as a JSON number, or as a string for the values JSON
-// cannot hold.
-func appendFloat(b []byte, f float64) []byte {
-	switch {
-	case math.IsNaN(f):
-		return append(b, `"NaN"`...)
-	case math.IsInf(f, 1):
-		return append(b, `"+Inf"`...)
-	case math.IsInf(f, -1):
-		return append(b, `"-Inf"`...)
-	}
-	return strconv.AppendFloat(b, f, 'g', -1, 64)
-}
-
-const hexDigits = "0123456789abcdef"
-
-// appendString writes s as a JSON string that is valid UTF-8 whatever s
-// holds: quotes, backslashes and control characters are escaped, each byte
-// of invalid UTF-8 becomes U+FFFD, and strings over MaxStringLen are cut.
-func appendString(b []byte, s string) []byte {
-	cut := 0
-	if len(s) > MaxStringLen {
-		n := MaxStringLen
-		// Do not split a rune: back up to the start of one that crosses
-		// the limit. Bytes of invalid UTF-8 (each becomes U+FFFD) are cut
-		// anywhere: backing up over them all would cut a string of
-		// continuation bytes to nothing.
-		for k := 1; k < utf8.UTFMax && !utf8.RuneStart(s[n]); k++ {
-			if utf8.RuneStart(s[n-k]) {
-				if r, size := utf8.DecodeRuneInString(s[n-k:]); (r != utf8.RuneError || size > 1) && size > k {
-					n -= k
-				}
-				break
-			}
-		}
-		cut = len(s) - n
-		s = s[:n]
-	}
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i++
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	if cut > 0 {
-		b = append(b, "…[truncated "...)
-		b = strconv.AppendInt(b, int64(cut), 10)
-		b = append(b, " bytes]"...)
-	}
-	return append(b, '"')
-}
-
-// appendDuration writes d as a JSON string in the largest unit it has at
-// least one of ("1.5ms", "250ns", "-2s"), as time.Duration.String does
-// below a minute, without allocating.
-func appendDuration(b []byte, d time.Duration) []byte {
-	b = append(b, '"')
-	abs := d
-	if abs < 0 {
-		abs = -abs
-	}
-	unit, per := "ns", time.Duration(1)
-	switch {
-	case abs >= time.Second:
-		unit, per = "s", time.Second
-	case abs >= time.Millisecond:
-		unit, per = "ms", time.Millisecond
-	case abs >= time.Microsecond:
-		unit, per = "µs", time.Microsecond
-	}
-	b = strconv.AppendFloat(b, float64(d)/float64(per), 'f', -1, 64)
-	b = append(b, unit...)
-	return append(b, '"')
 }

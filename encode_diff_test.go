@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gotracer/tracer/internal/jsonenc"
+
 	"github.com/stretchr/testify/require"
 )
 
@@ -257,8 +259,8 @@ func TestNumberFormatting(t *testing.T) {
 		values = append(values, rng.Uint64()>>rng.IntN(64))
 	}
 	for _, v := range values {
-		require.Equal(t, strconv.FormatUint(v, 10), string(appendUint(nil, v)))
-		require.Equal(t, strconv.FormatInt(int64(v), 10), string(appendInt(nil, int64(v))))
+		require.Equal(t, strconv.FormatUint(v, 10), string(jsonenc.Uint(nil, v)))
+		require.Equal(t, strconv.FormatInt(int64(v), 10), string(jsonenc.Int(nil, int64(v))))
 		ns := int64(v)
 		want := strconv.FormatInt(ns/1000, 10)
 		if ns < 0 && ns/1000 == 0 {
@@ -272,6 +274,6 @@ func TestNumberFormatting(t *testing.T) {
 		if ns == math.MinInt64 {
 			continue // not a time the tracer can take
 		}
-		require.Equal(t, want, string(appendMicros(nil, ns)), "%d", ns)
+		require.Equal(t, want, string(jsonenc.Micros(nil, ns)), "%d", ns)
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"math"
 	"strconv"
 	"time"
+
+	"github.com/gotracer/tracer/internal/jsonenc"
 )
 
 // inlineArgs is how many args a refRecord held itself; more went into
@@ -49,7 +51,7 @@ func (e *refEncoder) event(r *refRecord, cont []refRecord) {
 		b = append(b, `{"name":"thread_name","ph":"M"`...)
 		b = e.appendIDs(b, r.gid)
 		b = append(b, `,"args":{"name":`...)
-		b = appendString(b, r.name)
+		b = jsonenc.String(b, r.name)
 		e.buf = append(b, "}},\n"...)
 	case kindThreadSort:
 		b = append(b, `{"name":"thread_sort_index","ph":"M"`...)
@@ -75,7 +77,7 @@ func (e *refEncoder) event(r *refRecord, cont []refRecord) {
 		b = e.appendIDs(b, r.gid)
 		b = append(b, `,"id2":{"local":"`...)
 		if r.scope != 0 {
-			scope := appendString(nil, scopes.name(r.scope))
+			scope := jsonenc.String(nil, scopes.name(r.scope))
 			b = append(b, scope[1:len(scope)-1]...)
 			b = append(b, ':')
 		}
@@ -113,14 +115,14 @@ func refAppendScope(b []byte, r *refRecord) []byte {
 		return b
 	}
 	b = append(b, `,"scope":`...)
-	return appendString(b, scopes.name(r.scope))
+	return jsonenc.String(b, scopes.name(r.scope))
 }
 
 // complete appends the X event of a span that started with r and lasted dur.
 func (e *refEncoder) complete(r *refRecord, cont []refRecord, dur int64) {
 	b := e.appendHead(e.buf, r, 'X', r.at)
 	b = append(b, `,"dur":`...)
-	b = appendMicros(b, dur)
+	b = jsonenc.Micros(b, dur)
 	b = e.appendIDs(b, r.gid)
 	e.buf = refAppendTail(b, r, cont)
 }
@@ -143,17 +145,17 @@ func (e *refEncoder) end(r *refRecord, at int64) {
 // timestamp.
 func (e *refEncoder) appendHead(b []byte, r *refRecord, ph byte, at int64) []byte {
 	b = append(b, `{"name":`...)
-	b = appendString(b, r.name)
+	b = jsonenc.String(b, r.name)
 	if r.cat != 0 {
 		b = append(b, `,"cat":`...)
-		b = appendString(b, categories.name(r.cat))
+		b = jsonenc.String(b, categories.name(r.cat))
 	} else if ph == 'b' || ph == 'n' || ph == 'e' {
 		b = append(b, `,"cat":""`...)
 	}
 	b = append(b, `,"ph":"`...)
 	b = append(b, ph)
 	b = append(b, `","ts":`...)
-	return appendMicros(b, at-e.base)
+	return jsonenc.Micros(b, at-e.base)
 }
 
 func (e *refEncoder) appendIDs(b []byte, gid uint64) []byte {
@@ -191,23 +193,23 @@ func refAppendArg(b []byte, a *Arg, first bool) []byte {
 	if !first {
 		b = append(b, ',')
 	}
-	b = appendString(b, a.key)
+	b = jsonenc.String(b, a.key)
 	b = append(b, ':')
 	switch a.kind {
 	case argString:
-		return appendString(b, a.str)
+		return jsonenc.String(b, a.str)
 	case argInt:
 		return strconv.AppendInt(b, int64(a.num), 10)
 	case argUint:
 		return strconv.AppendUint(b, a.num, 10)
 	case argFloat:
-		return appendFloat(b, math.Float64frombits(a.num))
+		return jsonenc.Float(b, math.Float64frombits(a.num))
 	case argBool:
 		return strconv.AppendBool(b, a.num != 0)
 	case argDuration:
-		return appendString(b, refDuration(time.Duration(a.num)))
+		return jsonenc.String(b, refDuration(time.Duration(a.num)))
 	case argTime:
-		return appendString(b, time.Unix(0, int64(a.num)).UTC().Format(time.RFC3339Nano))
+		return jsonenc.String(b, time.Unix(0, int64(a.num)).UTC().Format(time.RFC3339Nano))
 	}
 	panic("the zero Arg is never written")
 }

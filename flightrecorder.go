@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gotracer/tracer/internal/jsonenc"
+
 	"go.uber.org/atomic"
 )
 
@@ -157,7 +159,7 @@ func (r *FlightRecorder) snapshot() ([]byte, error) {
 	}
 	// Async and flow events whose other half left the window are left
 	// out, and operations still open end now: see flightpairs.go.
-	f.enc.buf, _ = keepPairs(f.enc.buf, events, appendMicros(nil, nanotime()-t.base))
+	f.enc.buf, _ = keepPairs(f.enc.buf, events, jsonenc.Micros(nil, nanotime()-t.base))
 	f.names.appendAll(&f.enc)
 	for _, s := range f.open.stacks {
 		for i := range *s {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gotracer/tracer/internal/jsonenc"
+
 	"go.uber.org/atomic"
 )
 
@@ -154,7 +156,7 @@ func (f *flusher) appendHeader() {
 		b = append(b, `{"name":"process_labels","ph":"M","pid":`...)
 		b = strconv.AppendInt(b, int64(processID), 10)
 		b = append(b, `,"tid":0,"args":{"labels":`...)
-		b = appendString(b, strings.Join(o.labels, ","))
+		b = jsonenc.String(b, strings.Join(o.labels, ","))
 		b = append(b, "}},\n"...)
 	}
 	f.enc.buf = b
@@ -174,7 +176,7 @@ func (f *flusher) appendDropCounter(ts int64) {
 		f.reportedDrops = drops
 	}
 	b := append(f.enc.buf, `{"name":"tracer.dropped","ph":"C","ts":`...)
-	b = appendMicros(b, ts-f.t.base)
+	b = jsonenc.Micros(b, ts-f.t.base)
 	b = append(b, `,"pid":`...)
 	b = strconv.AppendInt(b, int64(processID), 10)
 	b = append(b, `,"args":{"events":`...)
@@ -202,7 +204,7 @@ func (f *flusher) appendProcessName() {
 	b := append(f.enc.buf, `{"name":"process_name","ph":"M","pid":`...)
 	b = strconv.AppendInt(b, int64(processID), 10)
 	b = append(b, `,"tid":0,"args":{"name":`...)
-	b = appendString(b, f.t.opts.processName)
+	b = jsonenc.String(b, f.t.opts.processName)
 	b = append(b, `,"ts0_wall":"`...)
 	b = f.wall.UTC().AppendFormat(b, time.RFC3339Nano)
 	b = append(b, `","ts0_unix_ns":`...)

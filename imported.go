@@ -21,8 +21,6 @@ func init() {
 	imported.Attach = attachImported
 	imported.Detach = detachImported
 	imported.Wake = wakeForImported
-	imported.AppendString = appendString
-	imported.AppendMicros = appendMicros
 }
 
 // importState is the flusher's link to its source. src is set under

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/gotracer/tracer/internal/jsonenc"
+
 	"github.com/gotracer/tracer/internal/imported"
 	"github.com/gotracer/tracer/internal/tracecheck"
 	"github.com/stretchr/testify/assert"
@@ -64,13 +66,13 @@ func (s *fakeSource) add(pid, n int, tid uint64, pad int) {
 	defer s.mu.Unlock()
 	for i := range n {
 		b := []byte(`{"name":"imported","ph":"X","ts":`)
-		b = appendMicros(b, int64(i)*1000)
+		b = jsonenc.Micros(b, int64(i)*1000)
 		b = append(b, `,"dur":0.500,"pid":`...)
 		b = strconv.AppendInt(b, int64(pid), 10)
 		b = append(b, `,"tid":`...)
 		b = strconv.AppendUint(b, tid, 10)
 		b = append(b, `,"args":{"pad":`...)
-		b = appendString(b, string(bytes.Repeat([]byte{'x'}, pad)))
+		b = jsonenc.String(b, string(bytes.Repeat([]byte{'x'}, pad)))
 		s.lines = append(s.lines, append(b, "}},\n"...))
 	}
 }

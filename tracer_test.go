@@ -13,6 +13,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/gotracer/tracer/internal/jsonenc"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -359,7 +361,7 @@ func FuzzAppendString(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		out := appendString(nil, s)
+		out := jsonenc.String(nil, s)
 		require.True(t, utf8.Valid(out), "output must be valid UTF-8")
 		var got string
 		require.NoError(t, json.Unmarshal(out, &got), "output must be a JSON string: %q", out)

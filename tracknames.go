@@ -3,6 +3,8 @@ package tracer
 import (
 	"slices"
 	"strconv"
+
+	"github.com/gotracer/tracer/internal/jsonenc"
 )
 
 // A rotated file and a flight recorder's dump must each name the goroutines
@@ -157,7 +159,7 @@ func (e *encoder) appendTrackName(gid uint64, tn *trackName) int {
 		b = append(b, `{"name":"thread_name","ph":"M"`...)
 		b = e.appendTid(b, gid)
 		b = append(b, `,"args":{"name":`...)
-		b = appendString(b, tn.name)
+		b = jsonenc.String(b, tn.name)
 		b = append(b, "}},\n"...)
 		events++
 	}

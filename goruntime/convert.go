@@ -4,7 +4,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/gotracer/tracer/internal/imported"
+	"github.com/gotracer/tracer/internal/jsonenc"
+
 	"golang.org/x/exp/trace"
 )
 
@@ -231,13 +232,13 @@ func (c *converter) slice(gid uint64, g *gstate, name, cat string, start, end tr
 	}
 	b := c.head(name, cat, 'X', start)
 	b = append(b, `,"dur":`...)
-	b = imported.AppendMicros(b, int64(end-start))
+	b = jsonenc.Micros(b, int64(end-start))
 	b = c.ids(b, runtimeTid(gid))
 	if val != "" {
 		b = append(b, `,"args":{"`...)
 		b = append(b, key...)
 		b = append(b, `":`...)
-		b = imported.AppendString(b, val)
+		b = jsonenc.String(b, val)
 		b = append(b, '}')
 	}
 	c.end(b)
@@ -264,7 +265,7 @@ func (c *converter) logEvent(gid uint64, g *gstate, l trace.Log, t trace.Time) {
 	b := c.head(name, "log", 'i', t)
 	b = c.ids(b, runtimeTid(gid))
 	b = append(b, `,"s":"t","args":{"message":`...)
-	b = imported.AppendString(b, l.Message)
+	b = jsonenc.String(b, l.Message)
 	c.end(append(b, '}'))
 }
 
@@ -301,7 +302,7 @@ func (c *converter) rangeEvent(ev *trace.Event, t trace.Time) {
 	c.gcTracks()
 	b := c.head(name, "gc", 'X', start)
 	b = append(b, `,"dur":`...)
-	b = imported.AppendMicros(b, int64(t-start))
+	b = jsonenc.Micros(b, int64(t-start))
 	c.end(c.ids(b, tid))
 }
 
@@ -401,7 +402,7 @@ func (c *converter) finish() {
 		c.gcTracks()
 		b := c.head(label, "gc", 'X', start)
 		b = append(b, `,"dur":`...)
-		b = imported.AppendMicros(b, int64(t-start))
+		b = jsonenc.Micros(b, int64(t-start))
 		c.end(c.ids(b, tid))
 	}
 	clear(c.ranges)
@@ -411,7 +412,7 @@ func (c *converter) finish() {
 // head starts an event: name, category, phase and ts.
 func (c *converter) head(name, cat string, ph byte, t trace.Time) []byte {
 	b := append(c.buf, `{"name":`...)
-	b = imported.AppendString(b, name)
+	b = jsonenc.String(b, name)
 	if cat != "" {
 		b = append(b, `,"cat":"`...)
 		b = append(b, cat...)
@@ -420,7 +421,7 @@ func (c *converter) head(name, cat string, ph byte, t trace.Time) []byte {
 	b = append(b, `,"ph":"`...)
 	b = append(b, ph, '"')
 	b = append(b, `,"ts":`...)
-	return imported.AppendMicros(b, int64(t)-c.base)
+	return jsonenc.Micros(b, int64(t)-c.base)
 }
 
 // ids appends pid and, for a track, tid (0 for the process's counters and
@@ -458,7 +459,7 @@ func appendMeta(b []byte, pid int, name string, tid uint64, str string, num int6
 		b = strconv.AppendInt(b, num, 10)
 	} else {
 		b = append(b, `,"args":{"name":`...)
-		b = imported.AppendString(b, str)
+		b = jsonenc.String(b, str)
 	}
 	return append(b, "}},\n"...)
 }

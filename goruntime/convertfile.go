@@ -8,7 +8,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/gotracer/tracer/internal/imported"
+	"github.com/gotracer/tracer/internal/jsonenc"
+
 	"golang.org/x/exp/trace"
 )
 
@@ -131,7 +132,7 @@ func writeHeader(w io.Writer, c *converter, cfg *ConvertConfig, first *trace.Eve
 	b = append(b, `{"name":"process_name","ph":"M","pid":`...)
 	b = strconv.AppendInt(b, int64(cfg.PID), 10)
 	b = append(b, `,"tid":0,"args":{"name":`...)
-	b = imported.AppendString(b, cfg.ProcessName)
+	b = jsonenc.String(b, cfg.ProcessName)
 	if !cfg.Wall.IsZero() {
 		b = append(b, `,"ts0_wall":"`...)
 		b = cfg.Wall.UTC().AppendFormat(b, time.RFC3339Nano)

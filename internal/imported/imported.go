@@ -46,12 +46,4 @@ var (
 	// does not wait for it. A source that is full calls it, and waits for
 	// the Drain.
 	Wake func(t any)
-
-	// AppendString appends s as a JSON string, escaped the way the tracer
-	// escapes its own strings.
-	AppendString func(b []byte, s string) []byte
-
-	// AppendMicros appends ns nanoseconds as microseconds with three
-	// decimals, the tracer's ts and dur format.
-	AppendMicros func(b []byte, ns int64) []byte
 )

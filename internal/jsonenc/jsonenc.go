@@ -1,0 +1,213 @@
+// Package jsonenc appends JSON values to byte slices, the byte-level
+// layer of the tracer's encoder and of every other writer of the same
+// format in this repository (the Go runtime's view in goruntime): numbers
+// written straight into spare capacity, microseconds with three decimals,
+// strings escaped into valid UTF-8 whatever they hold. It allocates only
+// to grow the slice it is given, and uses nothing of the tracer.
+package jsonenc
+
+import (
+	"math"
+	"math/bits"
+	"slices"
+	"strconv"
+	"time"
+	"unicode/utf8"
+)
+
+// MaxStringLen is the longest string String writes whole; a longer one is
+// cut, on a rune boundary, and ends with a marker saying how much was cut.
+const MaxStringLen = 4096
+
+// Micros writes a nanosecond count as microseconds with three
+// decimals, the precision Perfetto keeps without rounding. Like Uint
+// it writes the digits straight into b's spare capacity: formatting into
+// a temporary and copying it cost as much again.
+func Micros(b []byte, ns int64) []byte {
+	u := uint64(ns)
+	if ns < 0 {
+		b = append(b, '-')
+		u = -u
+	}
+	us, frac := u/1000, u%1000
+	b = Uint(b, us)
+	l := len(b)
+	b = grow(b, 4)[:l+4]
+	d := b[l : l+4 : l+4]
+	d[0] = '.'
+	d[1] = byte('0' + frac/100)
+	r := frac % 100 * 2
+	d[2], d[3] = digitPairs[r], digitPairs[r+1]
+	return b
+}
+
+// Uint appends u in decimal.
+func Uint(b []byte, u uint64) []byte {
+	if u < 10 { // durations under 10µs, small ids and counts
+		return append(b, byte('0'+u))
+	}
+	n := decimalLen(u)
+	l := len(b)
+	b = grow(b, n)[:l+n]
+	d := b[l : l+n : l+n]
+	i := n
+	for u >= 100 {
+		q := u / 100
+		r := (u - q*100) * 2
+		i -= 2
+		d[i], d[i+1] = digitPairs[r], digitPairs[r+1]
+		u = q
+	}
+	if u >= 10 {
+		d[1], d[0] = digitPairs[u*2+1], digitPairs[u*2]
+	} else {
+		d[0] = byte('0' + u)
+	}
+	return b
+}
+
+// Int appends v in decimal.
+func Int(b []byte, v int64) []byte {
+	if v < 0 {
+		return Uint(append(b, '-'), -uint64(v))
+	}
+	return Uint(b, uint64(v))
+}
+
+// grow returns b with room for n more bytes.
+func grow(b []byte, n int) []byte {
+	if cap(b)-len(b) < n {
+		b = slices.Grow(b, n)
+	}
+	return b
+}
+
+// decimalLen returns the number of decimal digits of u.
+func decimalLen(u uint64) int {
+	// bits.Len64 gives log2; 1233/4096 approximates log10(2).
+	n := (bits.Len64(u|1) * 1233) >> 12
+	if u >= powersOf10[n] {
+		n++
+	}
+	return max(n, 1)
+}
+
+var powersOf10 = [...]uint64{1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10,
+	1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19}
+
+const digitPairs = "00010203040506070809" +
+	"10111213141516171819" +
+	"20212223242526272829" +
+	"30313233343536373839" +
+	"40414243444546474849" +
+	"50515253545556575859" +
+	"60616263646566676869" +
+	"70717273747576777879" +
+	"80818283848586878889" +
+	"90919293949596979899"
+
+// Float writes f as a JSON number, or as a string for the values JSON
+// cannot hold.
+func Float(b []byte, f float64) []byte {
+	switch {
+	case math.IsNaN(f):
+		return append(b, `"NaN"`...)
+	case math.IsInf(f, 1):
+		return append(b, `"+Inf"`...)
+	case math.IsInf(f, -1):
+		return append(b, `"-Inf"`...)
+	}
+	return strconv.AppendFloat(b, f, 'g', -1, 64)
+}
+
+const hexDigits = "0123456789abcdef"
+
+// String writes s as a JSON string that is valid UTF-8 whatever s
+// holds: quotes, backslashes and control characters are escaped, each byte
+// of invalid UTF-8 becomes U+FFFD, and strings over MaxStringLen are cut.
+func String(b []byte, s string) []byte {
+	cut := 0
+	if len(s) > MaxStringLen {
+		n := MaxStringLen
+		// Do not split a rune: back up to the start of one that crosses
+		// the limit. Bytes of invalid UTF-8 (each becomes U+FFFD) are cut
+		// anywhere: backing up over them all would cut a string of
+		// continuation bytes to nothing.
+		for k := 1; k < utf8.UTFMax && !utf8.RuneStart(s[n]); k++ {
+			if utf8.RuneStart(s[n-k]) {
+				if r, size := utf8.DecodeRuneInString(s[n-k:]); (r != utf8.RuneError || size > 1) && size > k {
+					n -= k
+				}
+				break
+			}
+		}
+		cut = len(s) - n
+		s = s[:n]
+	}
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i++
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	if cut > 0 {
+		b = append(b, "…[truncated "...)
+		b = strconv.AppendInt(b, int64(cut), 10)
+		b = append(b, " bytes]"...)
+	}
+	return append(b, '"')
+}
+
+// Duration writes d as a JSON string in the largest unit it has at
+// least one of ("1.5ms", "250ns", "-2s"), as time.Duration.String does
+// below a minute, without allocating.
+func Duration(b []byte, d time.Duration) []byte {
+	b = append(b, '"')
+	abs := d
+	if abs < 0 {
+		abs = -abs
+	}
+	unit, per := "ns", time.Duration(1)
+	switch {
+	case abs >= time.Second:
+		unit, per = "s", time.Second
+	case abs >= time.Millisecond:
+		unit, per = "ms", time.Millisecond
+	case abs >= time.Microsecond:
+		unit, per = "µs", time.Microsecond
+	}
+	b = strconv.AppendFloat(b, float64(d)/float64(per), 'f', -1, 64)
+	b = append(b, unit...)
+	return append(b, '"')
+}
