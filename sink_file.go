@@ -9,9 +9,6 @@ import (
 	"time"
 )
 
-// processID is the pid written on every event.
-var processID = os.Getpid()
-
 // openSink opens the sink for path: a file, gzipped when path ends in
 // ".gz" or WithGzip was given, and rotated with WithMaxFileSize.
 func openSink(path string, o *sinkOptions) (sink, error) {

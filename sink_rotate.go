@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 )
 
 // Rotation. With WithMaxFileSize, the trace at path is cut into files of
@@ -33,17 +32,6 @@ import (
 // B event written again at the top of the new file, with its start time
 // and args: chrome://tracing refuses an E without a B before it. Read
 // together, the files therefore hold such B events twice.
-
-// sinkOptions says how a path becomes a sink.
-type sinkOptions struct {
-	gzip     bool
-	level    int
-	maxSize  int64
-	maxFiles int
-	fifoWait time.Duration // how long to wait for a named pipe's reader: the stop timeout
-}
-
-func (o *sinkOptions) rotating() bool { return o.maxSize > 0 || o.maxFiles > 0 }
 
 // minFileSize is the smallest size WithMaxFileSize accepts.
 const minFileSize = 4 << 10

@@ -1,0 +1,166 @@
+package tracer
+
+import (
+	"bufio"
+	"bytes"
+	"compress/flate"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"strings"
+)
+
+// Joining a gzip trace's members: chrome://tracing reads only the first
+// member of a gzip file, so a cleanly closed gzip trace (see gzipSink.Close)
+// is rewritten as one member, offline, once nothing more is written to it.
+
+// joinGzipMembers rewrites the gzip file at path, made of members as
+// gzipSink writes them, as one member. It checks every member (its
+// framing, its data and its checksum) before it replaces the file, and
+// replaces it atomically, by renaming a temporary file over it: if
+// anything goes wrong, the file is left as it was. The new file has the
+// old one's permissions, and a symlink at path stays one: the file it
+// points to is replaced. A kill before the rename leaves the temporary
+// file, which the next tracer on path removes (see removeStaleJoin).
+func joinGzipMembers(path string) (err error) {
+	in, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	fi, err := in.Stat()
+	if err != nil {
+		return err
+	}
+	tmp := joinPath(path)
+	out, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, fi.Mode().Perm())
+	if err != nil {
+		return err
+	}
+	if err := out.Chmod(fi.Mode().Perm()); err != nil { // past the umask, as the file was
+		out.Close()
+		os.Remove(tmp)
+		return err
+	}
+	defer func() {
+		if cerr := out.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			os.Remove(tmp)
+		}
+	}()
+
+	w := bufio.NewWriterSize(out, 256<<10)
+	w.Write(gzipHeader[:])
+	counted := &countingReader{r: in}
+	r := bufio.NewReaderSize(counted, 256<<10)
+	pos := func() int64 { return counted.n - int64(r.Buffered()) }
+	var zr io.ReadCloser
+	crc, size := crc32.NewIEEE(), uint32(0)
+	for members := 0; ; members++ {
+		start := pos()
+		var head [len(gzipHeader)]byte
+		if _, err := io.ReadFull(r, head[:]); err == io.EOF && members > 0 {
+			break
+		} else if err != nil {
+			return fmt.Errorf("member %d: %w", members, err)
+		}
+		if head == fillerHeader {
+			if err := skipFiller(r); err != nil {
+				return fmt.Errorf("member %d: %w", members, err)
+			}
+			continue
+		}
+		if head != gzipHeader {
+			return fmt.Errorf("member %d: not written by tracer", members)
+		}
+		if zr == nil {
+			zr = flate.NewReader(r)
+		} else {
+			zr.(flate.Resetter).Reset(r, nil)
+		}
+		n, err := io.Copy(crc, zr)
+		if err != nil {
+			return fmt.Errorf("member %d: %w", members, err)
+		}
+		var tail [8]byte
+		if _, err := io.ReadFull(r, tail[:]); err != nil {
+			return fmt.Errorf("member %d: %w", members, err)
+		}
+		if uint32(n) != binary.LittleEndian.Uint32(tail[4:]) {
+			return fmt.Errorf("member %d: size mismatch", members)
+		}
+		size += uint32(n)
+		// The member's deflate data is [start+10, end-8); copy it without
+		// its final block, checking it ends as gzipSink writes it.
+		body := io.NewSectionReader(in, start+int64(len(head)), pos()-start-int64(len(head)+len(tail)))
+		if err := copyDeflateBody(w, body); err != nil {
+			return fmt.Errorf("member %d: %w", members, err)
+		}
+	}
+	w.Write(finalBlock[:])
+	tail := gzipTrailer(crc.Sum32(), size)
+	w.Write(tail[:])
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	if err := out.Sync(); err != nil {
+		return err
+	}
+	return os.Rename(tmp, strings.TrimSuffix(tmp, joinSuffix))
+}
+
+// skipFiller reads the rest of a filler member, as appendFiller writes it,
+// after its header.
+func skipFiller(r io.Reader) error {
+	var xlen [2]byte
+	if _, err := io.ReadFull(r, xlen[:]); err != nil {
+		return err
+	}
+	rest := make([]byte, int(binary.LittleEndian.Uint16(xlen[:]))+len(finalBlock)+8)
+	if _, err := io.ReadFull(r, rest); err != nil {
+		return err
+	}
+	if !bytes.Equal(rest[len(rest)-10:], append(finalBlock[:], make([]byte, 8)...)) {
+		return errors.New("a filler member that is not empty")
+	}
+	return nil
+}
+
+// copyDeflateBody copies the deflate data of one member to w, less its
+// final empty block, after checking that the data ends with a sync marker
+// and that block.
+func copyDeflateBody(w io.Writer, body *io.SectionReader) error {
+	n := body.Size()
+	var end [len(syncMarker) + len(finalBlock)]byte
+	if n < int64(len(end)) {
+		return errors.New("deflate data too short")
+	}
+	if _, err := body.ReadAt(end[:], n-int64(len(end))); err != nil {
+		return err
+	}
+	if !bytes.Equal(end[:len(syncMarker)], syncMarker[:]) || !bytes.Equal(end[len(syncMarker):], finalBlock[:]) {
+		return errors.New("deflate data does not end with a sync flush")
+	}
+	_, err := io.Copy(w, io.NewSectionReader(body, 0, n-int64(len(finalBlock))))
+	return err
+}
+
+// A countingReader counts the bytes read through it. Reading the file
+// through a bufio.Reader, an io.ByteReader, makes the flate reader take no
+// more than the member it decodes, so the count less what the bufio.Reader
+// holds is where the member ends.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
