@@ -332,3 +332,51 @@ func (e *encoder) appendArgs(b []byte, as, more []slot) []byte {
 	}
 	return append(b, "}},\n"...)
 }
+
+// The tracer's own events: the process metadata at the top of a file and
+// the drop counter.
+
+// processName appends the process_name event: name, and the clock
+// anchors of ts 0, wall the wall-clock time of it.
+func (e *encoder) processName(name string, wall time.Time) {
+	b := append(e.buf, `{"name":"process_name","ph":"M"`...)
+	b = append(b, e.pidFld...)
+	b = append(b, `,"tid":0,"args":{"name":`...)
+	b = jsonenc.String(b, name)
+	b = append(b, `,"ts0_wall":"`...)
+	b = wall.UTC().AppendFormat(b, time.RFC3339Nano)
+	b = append(b, `","ts0_unix_ns":`...)
+	b = strconv.AppendInt(b, wall.UnixNano(), 10)
+	b = append(b, `,"ts0_mono_ns":`...) // runtime.nanotime of ts 0: aligns an execution trace exactly
+	b = strconv.AppendInt(b, e.base, 10)
+	e.buf = append(b, "}},\n"...)
+}
+
+// processSortIndex appends the process_sort_index event.
+func (e *encoder) processSortIndex(index int) {
+	b := append(e.buf, `{"name":"process_sort_index","ph":"M"`...)
+	b = append(b, e.pidFld...)
+	b = append(b, `,"tid":0,"args":{"sort_index":`...)
+	b = strconv.AppendInt(b, int64(index), 10)
+	e.buf = append(b, "}},\n"...)
+}
+
+// processLabels appends the process_labels event.
+func (e *encoder) processLabels(labels string) {
+	b := append(e.buf, `{"name":"process_labels","ph":"M"`...)
+	b = append(b, e.pidFld...)
+	b = append(b, `,"tid":0,"args":{"labels":`...)
+	b = jsonenc.String(b, labels)
+	e.buf = append(b, "}},\n"...)
+}
+
+// dropCounter appends the tracer.dropped counter at nanotime at: drops
+// events that will never reach the file.
+func (e *encoder) dropCounter(at int64, drops uint64) {
+	b := append(e.buf, `{"name":"tracer.dropped","ph":"C","ts":`...)
+	b = jsonenc.Micros(b, at-e.base)
+	b = append(b, e.pidFld...)
+	b = append(b, `,"args":{"events":`...)
+	b = strconv.AppendUint(b, drops, 10)
+	e.buf = append(b, "}},\n"...)
+}

@@ -3,11 +3,8 @@ package tracer
 import (
 	"bytes"
 	"math"
-	"strconv"
 	"strings"
 	"time"
-
-	"github.com/gotracer/tracer/internal/jsonenc"
 
 	"go.uber.org/atomic"
 )
@@ -144,22 +141,12 @@ func (f *flusher) appendHeader() {
 	o := &f.t.opts
 	f.enc.buf = append(f.enc.buf[:0], "[\n"...)
 	f.appendProcessName()
-	b := f.enc.buf
 	if o.hasSort {
-		b = append(b, `{"name":"process_sort_index","ph":"M","pid":`...)
-		b = strconv.AppendInt(b, int64(processID), 10)
-		b = append(b, `,"tid":0,"args":{"sort_index":`...)
-		b = strconv.AppendInt(b, int64(o.processSort), 10)
-		b = append(b, "}},\n"...)
+		f.enc.processSortIndex(o.processSort)
 	}
 	if len(o.labels) > 0 {
-		b = append(b, `{"name":"process_labels","ph":"M","pid":`...)
-		b = strconv.AppendInt(b, int64(processID), 10)
-		b = append(b, `,"tid":0,"args":{"labels":`...)
-		b = jsonenc.String(b, strings.Join(o.labels, ","))
-		b = append(b, "}},\n"...)
+		f.enc.processLabels(strings.Join(o.labels, ","))
 	}
-	f.enc.buf = b
 }
 
 // appendDropCounter writes the "tracer.dropped" counter: the number of
@@ -175,13 +162,7 @@ func (f *flusher) appendDropCounter(ts int64) {
 		f.appendDropCounter(f.t.base)
 		f.reportedDrops = drops
 	}
-	b := append(f.enc.buf, `{"name":"tracer.dropped","ph":"C","ts":`...)
-	b = jsonenc.Micros(b, ts-f.t.base)
-	b = append(b, `,"pid":`...)
-	b = strconv.AppendInt(b, int64(processID), 10)
-	b = append(b, `,"args":{"events":`...)
-	b = strconv.AppendUint(b, f.reportedDrops, 10)
-	f.enc.buf = append(b, "}},\n"...)
+	f.enc.dropCounter(ts, f.reportedDrops)
 }
 
 // reportDrops writes the drop counter at ts if its value changed, and
@@ -201,17 +182,7 @@ func (f *flusher) reportDrops(ts int64) {
 // was dropped, as the last event, without a comma (see appendEnd): the
 // same event twice, which both viewers take as one.
 func (f *flusher) appendProcessName() {
-	b := append(f.enc.buf, `{"name":"process_name","ph":"M","pid":`...)
-	b = strconv.AppendInt(b, int64(processID), 10)
-	b = append(b, `,"tid":0,"args":{"name":`...)
-	b = jsonenc.String(b, f.t.opts.processName)
-	b = append(b, `,"ts0_wall":"`...)
-	b = f.wall.UTC().AppendFormat(b, time.RFC3339Nano)
-	b = append(b, `","ts0_unix_ns":`...)
-	b = strconv.AppendInt(b, f.wall.UnixNano(), 10)
-	b = append(b, `,"ts0_mono_ns":`...) // runtime.nanotime of ts 0: aligns an execution trace exactly
-	b = strconv.AppendInt(b, f.t.base, 10)
-	f.enc.buf = append(b, "}},\n"...)
+	f.enc.processName(f.t.opts.processName, f.wall)
 }
 
 // pass encodes every event published before it started and queues it for
