@@ -17,6 +17,8 @@ import (
 	"math"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/gotracer/tracer/internal/jsonenc"
 )
 
 // An Event is one trace event as read from a file. Its byte slices point
@@ -162,16 +164,8 @@ func (e *Event) Phase() byte {
 }
 
 // AppendMicros appends ns as microseconds with three decimals, the form
-// the tracer package writes.
-func AppendMicros(b []byte, ns int64) []byte {
-	if ns < 0 {
-		b = append(b, '-')
-		ns = -ns
-	}
-	b = strconv.AppendInt(b, ns/1000, 10)
-	frac := ns % 1000
-	return append(b, '.', byte('0'+frac/100), byte('0'+frac/10%10), byte('0'+frac%10))
-}
+// the tracer package writes ts and dur in.
+func AppendMicros(b []byte, ns int64) []byte { return jsonenc.Micros(b, ns) }
 
 // unescape appends the JSON string body s, escapes decoded, to b. s is
 // known to be valid.
