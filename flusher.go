@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gotracer/tracer/internal/jsonenc"
 	"go.uber.org/atomic"
 )
 
@@ -621,4 +622,114 @@ func (f *flusher) stats() Stats {
 		s.Overwritten = o.Load()
 	}
 	return s
+}
+
+// maybeRotate is called by the encoder as it starts batch b. When the
+// current file is full, counting what is queued for it, b becomes an
+// opRotate batch: its end holds the end of the current file, and its
+// buffer starts with the head of the new one. The encoder decides, rather
+// than the writer, because the head holds what only the encoder knows:
+// the goroutine names and the spans still open. Close never rotates, so
+// its last events never go to a new file of their own.
+func (f *flusher) maybeRotate(b *batch) {
+	limit := float64(f.t.opts.sink.maxSize)
+	ratio := math.Float64frombits(f.out.ratio.Load())
+	size := float64(f.fileRaw) * ratio
+	if !f.closing && size >= limit {
+		f.enc.buf = b.end[:0]
+		f.appendEnd()
+		b.end = f.enc.buf
+		f.names.newFile()
+		f.enc.buf = b.buf[:0]
+		f.appendHeader()
+		if f.dropsShown {
+			f.appendDropCounter(nanotime())
+		}
+		f.reopenSpans()
+		b.op, b.headLen = opRotate, len(f.enc.buf)
+		f.fileRaw, size = 0, 0
+	}
+	f.batchLimit = int(min(max((limit-size)/ratio, 16<<10), batchBytes))
+}
+
+// reopenSpans writes again the B events of the spans whose B event is in
+// an earlier file and whose E event is yet to come, outermost first.
+func (f *flusher) reopenSpans() { f.open.appendBegins(&f.enc, true) }
+
+// drainImported appends what the source holds to the batches of this
+// pass, starting new batches as they fill. With block false (a recording
+// goroutine helping) it stops when no batch is free; the rest waits for
+// the next pass.
+func (f *flusher) drainImported(block bool) {
+	src := f.imp.src.Load()
+	if src == nil {
+		return
+	}
+	for f.cur != nil {
+		var n int
+		var more bool
+		f.enc.buf, n, more = src.Drain(f.enc.buf, f.batchLimit-len(f.enc.buf))
+		f.pending += n
+		if !more {
+			return
+		}
+		f.send()
+		f.startBatch(block)
+	}
+}
+
+// snapshot returns a whole trace of events, a flight recorder's window:
+// the header, the events whose pairs are whole (flightpairs.go), the
+// goroutine names, a B event for each span still open, and the end. It
+// leaves the batch being encoded as it was.
+func (f *flusher) snapshot(events []byte, size int) []byte {
+	saved := f.enc.buf
+	f.enc.buf = make([]byte, 0, size)
+	f.appendHeader()
+	// Async and flow events whose other half left the window are left
+	// out, and operations still open end now.
+	f.enc.buf, _ = keepPairs(f.enc.buf, events, jsonenc.Micros(nil, nanotime()-f.t.base))
+	f.names.appendAll(&f.enc)
+	f.open.appendBegins(&f.enc, false)
+	f.appendEnd()
+	b := f.enc.buf
+	f.enc.buf = saved
+	return b
+}
+
+// nameGoroutines gives the goroutines of names their names and sort
+// orders, as the package-level functions set them before this tracer
+// became the default. On lanes, a name is a group's; a flight recorder
+// keeps them for its dumps; otherwise they are written now, and again at
+// the head of each rotated file.
+func (f *flusher) nameGoroutines(names map[uint64]trackName) {
+	for gid, tn := range names {
+		if tn.hasName {
+			f.auto.program(gid)
+		}
+	}
+	if f.shared != nil {
+		for gid, tn := range names {
+			if tn.hasName {
+				f.shared.setName(gid, tn.name)
+			}
+		}
+		return
+	}
+	if f.traits.window {
+		for gid, tn := range names {
+			f.names.adopt(gid, tn)
+		}
+		return
+	}
+	if f.isClosed() || !f.startBatch(true) {
+		return
+	}
+	for gid, tn := range names {
+		f.pending += f.enc.appendTrackName(gid, &tn)
+		if f.names != nil {
+			f.names.adopt(gid, tn)
+		}
+	}
+	f.send()
 }
