@@ -22,6 +22,7 @@ type flusher struct {
 	t       *Tracer
 	enc     encoder
 	wall    time.Time // wall clock of ts 0
+	clock   timebase  // converts the events' raw readings: see clock.go
 	cursors []cursor
 	out     writer
 
@@ -228,7 +229,7 @@ func (f *flusher) pass(block bool) bool {
 		return false
 	}
 	f.writeResent()
-	cut := nanotime()
+	cut := f.clock.cut()
 	f.takeKeptEnds()
 	f.cursors = f.cursors[:0]
 	for _, l := range *f.t.lanes.Load() {
@@ -286,7 +287,9 @@ func (f *flusher) peek(c *cursor) *slot {
 	l := c.l
 	for {
 		if l.pos < c.head {
-			return &l.read.slots[l.pos]
+			h := &l.read.slots[l.pos]
+			f.clock.fix(h)
+			return h
 		}
 		if l.read == nil {
 			if l.read = l.first.Load(); l.read == nil {
@@ -344,6 +347,7 @@ func (f *flusher) take(c *cursor, h *slot, cut int64) uint64 {
 				// before the end that freed it is recorded: match the
 				// goroutine too.
 				next := &l.read.slots[l.pos+n]
+				f.clock.fix(next)
 				if next.kind() == kindEnd && next.n == token && next.gid() == h.gid() && next.at() < cut {
 					// The end's args follow it: published with it, as an
 					// event never straddles chunks.

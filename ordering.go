@@ -6,7 +6,8 @@ import "sync/atomic"
 //
 // The package's shared atomic state uses go.uber.org/atomic's types. A
 // few words cannot: a chunk's head, a lane's next token and count of span
-// starts, a token's state. Each is published with storeRelease (see
+// starts, a token's state, and whether the clock reads the CPU's counter
+// (clock.go). Each is published with storeRelease (see
 // ordering_fast.go), a plain store on amd64 and arm64 where sync/atomic's store
 // is a full fence that costs a span about a tenth of its time, and
 // storeRelease needs the word's address, which the wrapper types do not

@@ -139,7 +139,7 @@ func (t *Tracer) record(k kind, flags uint8, cs catScope, name string, id uint64
 			if h := loadAcquire(&c.head); h+n <= chunkSlots {
 				end := nop
 				head := &c.slots[h]
-				head.num = uint64(nanotime())
+				head.num = now()
 				head.meta = headMeta(k, flags, n, extra, gid)
 				head.setStr(name)
 				if k <= kindBegin {
@@ -164,7 +164,7 @@ func (t *Tracer) record(k kind, flags uint8, cs catScope, name string, id uint64
 		if k == kindEnd {
 			// The slow path of an end: read the clock before refill may
 			// wait, in case the end must be kept aside (see keepEnd).
-			if at := nanotime(); !t.refill(p, n, true) {
+			if at := now(); !t.refill(p, n, true) {
 				t.keepEnd(gid, id, at)
 				return nil
 			}

@@ -119,7 +119,8 @@ func newTracer(s sink, o options) (*Tracer, error) {
 	t.lanes.Store(&empty)
 	t.categories.Store(o.categories)
 	wall := time.Now()
-	t.base = nanotime()
+	chooseClock()
+	t.base = t.flusher.clock.start()
 	t.flusher.init(t, s, wall)
 	if err := t.flusher.writeHeader(); err != nil {
 		return nil, fmt.Errorf("tracer: writing trace header: %w", err)
