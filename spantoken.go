@@ -135,7 +135,7 @@ func (s *spanToken) end(args ...Arg) {
 		s.l.t.unmatchedEnd(gid, loadAcquire(&s.state))
 		return
 	}
-	s.l.t.record(kindEnd, 0, catScope{}, "", s.id, args)
+	s.l.t.record(gid, kindEnd, 0, catScope{}, "", s.id, args)
 }
 
 // unmatchedEnd counts an end function called by goroutine gid on a token
