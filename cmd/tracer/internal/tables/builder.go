@@ -365,10 +365,10 @@ func (b *Builder) place(t *track, n *node, begun bool) error {
 	}
 	b.Report.Unsure += t.enclosesWritten(n)
 	b.wait(t)
-	if enclosed(t.roots, n) {
+	var nested bool
+	if t.roots, nested = insert(t.roots, n); nested {
 		t.parents = true
 	}
-	t.roots = insert(t.roots, n)
 	b.pending++
 	if k := t.safe(); k > 0 {
 		if err := b.emit(t, k); err != nil {
@@ -469,7 +469,7 @@ func (b *Builder) write(n *node, depth int32, parent *int64) (int, error) {
 func (b *Builder) EndGroup() error {
 	for _, t := range b.waiting {
 		for _, n := range t.open {
-			t.roots = insert(t.roots, n)
+			t.roots, _ = insert(t.roots, n)
 			b.pending++
 		}
 		t.open = nil
