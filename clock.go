@@ -77,7 +77,7 @@ func chooseClock() {
 // the OS keeps time with it, so it is invariant and in step across CPUs,
 // and the user did not ask for nanotime.
 func counterTrusted() bool {
-	if !haveCounter || runtime.GOOS != "linux" || os.Getenv("TRACER_CLOCK") == "nanotime" {
+	if !haveCounter || runtime.GOOS != "linux" || os.Getenv(EnvClock) == "nanotime" {
 		return false
 	}
 	src, _ := os.ReadFile("/sys/devices/system/clocksource/clocksource0/current_clocksource")
