@@ -49,6 +49,10 @@ type flusher struct {
 	kept     []slot    // span ends kept aside, in time order: see keepEnd
 
 	imp importState // events from outside the lanes: see imported.go
+
+	// giveUp, while Flush encodes on its caller's goroutine, fires at the
+	// stop timeout: a pass waiting for a free batch then stops early.
+	giveUp <-chan time.Time
 }
 
 // A sentEnd is an E event in a batch the writer has not written yet, kept
@@ -433,7 +437,11 @@ func (f *flusher) startBatch(block bool) bool {
 		if !block {
 			return false
 		}
-		b = <-f.out.free
+		select {
+		case b = <-f.out.free:
+		case <-f.giveUp: // nil but in a Flush on its caller's goroutine
+			return false
+		}
 	}
 	b.op, b.headLen = opWrite, 0
 	f.cur = b
@@ -547,10 +555,18 @@ func (f *flusher) writeEnd(start *slot, rest, endArgs []slot, at int64, bBatch u
 
 // sync waits until the writer has written everything queued, and returns
 // the write errors since the last sync.
-func (f *flusher) sync() error {
+func (f *flusher) sync() error { return f.syncBy(nil) }
+
+// syncBy is sync that gives up when giveUp fires (never, if nil).
+func (f *flusher) syncBy(giveUp <-chan time.Time) error {
 	b := &batch{op: opSync, done: make(chan error, 1)}
 	f.out.queue <- b
-	return <-b.done
+	select {
+	case err := <-b.done:
+		return err
+	case <-giveUp:
+		return stalled(f.t.opts.stopTimeout)
+	}
 }
 
 // close encodes everything left, ends the JSON array, waits for the writer
