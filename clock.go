@@ -128,17 +128,17 @@ const anchors = 256
 type anchor struct {
 	tick, ns int64
 	mult     uint64
+	width    int64 // ticks between the two counter readings around ns
 }
 
 // A timebase converts a tracer's raw readings to nanotime. It belongs to
 // the flusher, under flushMu.
 type timebase struct {
-	ring    [anchors]anchor
-	n       int    // anchors taken; the newest is ring[(n-1)%anchors]
-	first   anchor // the trace's start, for the long-run rate
-	long    uint64 // the long-run rate, first to newest, 32.32
-	failed  bool   // the counter was found unreliable
-	failCut int64  // the cut that found it
+	ring   [anchors]anchor
+	n      int    // anchors taken; the newest is ring[(n-1)%anchors]
+	first  anchor // the trace's start, for the long-run rate
+	long   uint64 // the long-run rate, first to newest, 32.32
+	failed bool   // the counter was found unreliable
 }
 
 // start takes the first anchor and returns its nanotime, the trace's ts 0.
@@ -149,12 +149,19 @@ func (tb *timebase) start() int64 {
 }
 
 // readAnchor reads the counter and nanotime at one moment: the counter's
-// reading is the middle of two that bracket nanotime's.
+// reading is the middle of two that bracket nanotime's, the closest of a
+// few tries (a try the scheduler or the hypervisor cut into is wide).
 func readAnchor() anchor {
-	t1 := cputicksOrdered()
-	ns := nanotime()
-	t2 := cputicksOrdered()
-	return anchor{tick: t1 + (t2-t1)/2, ns: ns}
+	var best anchor
+	for try := 0; try < 3; try++ {
+		t1 := cputicksOrdered()
+		ns := nanotime()
+		t2 := cputicksOrdered()
+		if a := (anchor{tick: t1 + (t2-t1)/2, ns: ns, width: t2 - t1}); try == 0 || a.width < best.width {
+			best = a
+		}
+	}
+	return best
 }
 
 // newest returns the newest anchor.
@@ -187,7 +194,9 @@ func (tb *timebase) add(a anchor) int64 {
 		// to a few parts per million; 1% off is a counter that stopped
 		// or jumped (a VM paused without its clock told, a CPU whose
 		// counter is not invariant after all).
-		if dns >= 1e6 && (prev.mult > tb.long+tb.long/100 || prev.mult < tb.long-tb.long/100) {
+		// Only where the two anchors' own uncertainty is far less.
+		sure := (prev.width+a.width)*500 < dt
+		if dns >= 1e6 && sure && (prev.mult > tb.long+tb.long/100 || prev.mult < tb.long-tb.long/100) {
 			tb.fail()
 		}
 	}
