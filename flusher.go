@@ -443,7 +443,7 @@ func (f *flusher) startBatch(block bool) bool {
 			return false
 		}
 	}
-	b.op, b.headLen = opWrite, 0
+	b.op, b.headLen, b.ends = opWrite, 0, b.ends[:0]
 	f.cur = b
 	f.enc.buf = b.buf[:0]
 	if f.traits.files != nil {
@@ -551,6 +551,15 @@ func (f *flusher) writeEnd(start *slot, rest, endArgs []slot, at int64, bBatch u
 	f.sentEnds = append(f.sentEnds, e)
 	f.enc.end(start, rest, endArgs, at)
 	f.pending++
+	if bBatch < f.batch && f.cur != nil {
+		// Its B is in a batch queued before: tell the writer where the
+		// E's phase is, should that batch fail before the B (see
+		// writer.unpair).
+		line := f.enc.buf[e.off:]
+		if i := bytes.Index(line, []byte(`"ph":"E"`)); i >= 0 {
+			f.cur.ends = append(f.cur.ends, endRef{phase: e.off + i + len(`"ph":"`), bBatch: bBatch, bOff: bOff})
+		}
+	}
 }
 
 // sync waits until the writer has written everything queued, and returns

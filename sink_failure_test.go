@@ -3,6 +3,7 @@ package tracer
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gotracer/tracer/internal/tracecheck"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -269,4 +271,54 @@ func TestPartialWriteIsNotWrittenTwice(t *testing.T) {
 			assert.Empty(t, byName(evs, "tracer.dropped"), "nothing dropped: no counter")
 		})
 	}
+}
+
+// gatedWriter holds each write until the test lets it go, and fails the
+// ones it is told to, having written nothing.
+type gatedWriter struct {
+	buf     bytes.Buffer
+	arrived chan struct{}
+	release chan error // nil: write; an error: fail with it
+}
+
+func (w *gatedWriter) Write(p []byte) (int, error) {
+	w.arrived <- struct{}{}
+	if err := <-w.release; err != nil {
+		return 0, err
+	}
+	return w.buf.Write(p)
+}
+
+// TestQueuedEndOfLostBegin makes the encoder queue a span's E while the
+// write that holds its B is still under way, and then fails that write:
+// the E is in a batch queued before anyone knew the B was lost. It must
+// not reach the file as an E without its B (which breaks chrome://tracing:
+// seen once in CI through a user io.Writer on a disk that filled), but as
+// an instant, with the end's args.
+func TestQueuedEndOfLostBegin(t *testing.T) {
+	w := &gatedWriter{arrived: make(chan struct{}), release: make(chan error)}
+	go func() { <-w.arrived; w.release <- nil }() // the header
+	tr, err := NewWithWriter(w, WithErrorHandler(func(error) {}), WithFlushInterval(2*time.Millisecond))
+	require.NoError(t, err)
+	end := tr.LongSpan("long")
+	<-w.arrived // the batch with the B: the writer waits in it
+	end(Int("status", 200))
+	// Passes go on every 2ms, and queue the E while the writer waits.
+	require.Eventually(t, func() bool { return len(tr.flusher.out.queue) > 0 },
+		2*time.Second, time.Millisecond, "a pass queues the batch with the E")
+	w.release <- errors.New("disk full") // the B's batch is lost
+	go func() {
+		for range w.arrived {
+			w.release <- nil
+		}
+	}()
+	require.ErrorContains(t, tr.Close(), "disk full")
+	close(w.arrived)
+
+	evs := parseStream(t, w.buf.Bytes())
+	checkTracks(t, evs) // no E without its B
+	assert.Empty(t, tracecheck.Phase(tracecheck.Named(evs, "long"), "E"))
+	inst := tracecheck.Phase(tracecheck.Named(evs, "long"), "i")
+	require.Len(t, inst, 1, "the span's end is in the trace, as an instant")
+	assert.EqualValues(t, 200, inst[0].Args["status"])
 }

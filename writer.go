@@ -40,6 +40,14 @@ type batch struct {
 	events  int    // events in buf, for Stats
 	seq     uint64 // the encoder's number for it: names the B events it holds
 	done    chan error
+	ends    []endRef // its E events whose B is in an earlier batch
+}
+
+// An endRef is an E event in a batch whose B is in an earlier one.
+type endRef struct {
+	phase  int    // where in the batch the E's phase letter is
+	bBatch uint64 // the batch that holds its B
+	bOff   int    // where in it
 }
 
 // A writer is the goroutine that hands encoded batches to the sink, and
@@ -55,6 +63,8 @@ type writer struct {
 	queue  chan *batch
 	free   chan *batch
 	exited chan struct{}
+
+	lostFrom []failure // the last failed writes, for unpair
 
 	busySince atomic.Int64  // nanotime when the write under way started, 0 when none is
 	done      atomic.Uint64 // batches written or failed: every batch below it, by seq
@@ -101,8 +111,10 @@ func (w *writer) run() {
 			b.done <- err
 			continue
 		case opRotate:
+			w.unpair(b)
 			w.rotate(b)
 		default:
+			w.unpair(b)
 			w.write(b, b.buf)
 		}
 		w.done.Store(b.seq + 1) // after a failure is in w.failed
@@ -144,7 +156,9 @@ func (w *writer) write(b *batch, p []byte) {
 			delivered := min(eventsIn(p[:n]), b.events)
 			w.events.Add(uint64(delivered))
 			w.lost.Add(uint64(b.events - delivered))
-			w.failed = append(w.failed, failure{seq: b.seq, delivered: len(b.buf) - len(p) + n})
+			fl := failure{seq: b.seq, delivered: len(b.buf) - len(p) + n}
+			w.failed = append(w.failed, fl)
+			w.lostFrom = append(w.lostFrom[max(0, len(w.lostFrom)-recentFailures+1):], fl)
 		} else {
 			w.events.Add(uint64(b.events))
 		}
@@ -165,6 +179,25 @@ func (w *writer) write(b *batch, p []byte) {
 func (w *writer) fail(err error) {
 	w.sinkErrors.Inc()
 	w.onError(err)
+}
+
+// recentFailures is how many failed writes the writer remembers for
+// unpair: the batches queued before the encoder learns of a failure.
+const recentFailures = queueBatches + 1
+
+// unpair turns into instants ("i") the E events of b whose B a failed
+// write lost: the encoder queued b before it learned of the failure, and
+// an E without its B breaks chrome://tracing. The span's end stays in
+// the trace, as an instant with its args; the encoder writes the spans
+// still open again (see flusher.takeFailures).
+func (w *writer) unpair(b *batch) {
+	for _, e := range b.ends {
+		for _, fl := range w.lostFrom {
+			if fl.seq == e.bBatch && e.bOff >= fl.delivered {
+				b.buf[e.phase] = 'i'
+			}
+		}
+	}
 }
 
 // A failure is a write that did not deliver all of its batch.
