@@ -27,8 +27,9 @@ type keptEnds struct {
 	ends []slot
 }
 
-// keepEnd keeps the end, at time at, of the span whose token is id on
-// goroutine gid, which found no room in the buffers.
+// keepEnd keeps the end, at raw clock reading at (see clock.go), of the
+// span whose token is id on goroutine gid, which found no room in the
+// buffers.
 func (t *Tracer) keepEnd(gid, id, at uint64) {
 	if !t.recording.Load() {
 		t.lateDrops.Inc() // Close began: it would not be written

@@ -101,13 +101,13 @@ func newLane(t *Tracer, p int) *lane {
 type lanes []*lane
 
 // record appends one event of goroutine gid, the caller, to the calling
-// P's lane. It returns the function
-// that ends a span it started, nop for other events it recorded, and nil
-// if it recorded nothing (a disabled category, a closed tracer, or a full
-// buffer on a stalled sink, which it counts). cs holds the category and
-// scope ids of async and flow events, which their handle carries (and
-// whose category was checked when it was made); other events take them
-// from their Category and Namespace args, a span's end none.
+// P's lane. It returns the function that ends a span it started, nop for
+// other events it recorded, and nil if it recorded nothing (a disabled
+// category, a closed tracer, or a full buffer on a stalled sink, which it
+// counts). cs holds the category and scope ids of async and flow events,
+// which their handle carries (and whose category was checked when it was
+// made); other events take them from their Category and Namespace args, a
+// span's end none.
 func (t *Tracer) record(gid uint64, k kind, flags uint8, cs catScope, name string, id uint64, args []Arg) func(...Arg) {
 	if !t.recording.Load() {
 		t.lateDrops.Inc()
