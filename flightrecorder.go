@@ -166,6 +166,7 @@ func (r *FlightRecorder) snapshot() ([]byte, error) {
 			f.enc.begin(&(*s)[i].start, (*s)[i].rest())
 		}
 	}
+	f.appendOpenAsyncs(nanotime())
 	f.appendEnd()
 	b := f.enc.buf
 	f.enc.buf = saved
