@@ -1,12 +1,19 @@
 package tracer
 
 import (
+	"bufio"
+	"bytes"
 	"fmt"
+	"math/rand/v2"
+	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/gotracer/tracer/internal/childtest"
 	"github.com/gotracer/tracer/internal/tracecheck"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -331,4 +338,217 @@ func BenchmarkSpanHandle(b *testing.B) {
 	b.Run("on", func(b *testing.B) { benchOn(b, anySpanBare) })
 	b.Run("child/on", func(b *testing.B) { benchOn(b, anySpanChild) })
 	b.Run("off", func(b *testing.B) { benchOff(b, anySpanBare) })
+}
+
+const anyChildEnv = "TRACER_SPAN_HANDLE_CHILD"
+
+// TestSpanHandleCrashChild is killed with SpanHandles open: one on its
+// goroutine's stack inside a Span, and one moved off its stack (a span
+// below it ended first), which will be an async slice. It never calls
+// Flush, and prints READY once both are in the file.
+func TestSpanHandleCrashChild(t *testing.T) {
+	path := os.Getenv(anyChildEnv)
+	if path == "" {
+		t.Skip("helper process for TestSpanHandleVisibleAfterKill")
+	}
+	tr, err := New(path, WithFlushInterval(10*time.Millisecond))
+	require.NoError(t, err)
+	tr.SetGoroutineName("handler")
+	defer tr.Span("request")()
+	end := tr.Span("outer")
+	moved := tr.StartSpan("moved", String("k", "v"))
+	end()
+	defer moved.End()
+	h := tr.StartSpan("server", String("route", "/upload"))
+	defer h.End()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+		data, err := os.ReadFile(path)
+		require.NoError(t, err)
+		if bytes.Contains(data, []byte(`{"name":"server","ph":"B"`)) && bytes.Contains(data, []byte(`{"name":"moved","cat":"span","ph":"b"`)) {
+			os.Stdout.WriteString("READY\n")
+			select {}
+		}
+		time.Sleep(time.Millisecond)
+	}
+	t.Fatal("the flusher did not write the open SpanHandles")
+}
+
+// TestSpanHandleVisibleAfterKill: the file a killed process leaves shows
+// its open SpanHandles, as a Span's: a B event nested on its track, or the
+// b of its async slice.
+func TestSpanHandleVisibleAfterKill(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "open.json")
+	cmd := childtest.Command("TestSpanHandleCrashChild", anyChildEnv+"="+path)
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	lines := bufio.NewScanner(out)
+	ready := false
+	for !ready && lines.Scan() {
+		ready = strings.Contains(lines.Text(), "READY")
+	}
+	require.True(t, ready, "the child gave up waiting for its events")
+	require.NoError(t, cmd.Process.Kill())
+	cmd.Wait()
+
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	evs := readCrashed(t, data)
+	checkTracks(t, evs)
+	request, server := find(t, evs, "B", "request"), find(t, evs, "B", "server")
+	assert.Equal(t, request.Tid, server.Tid)
+	assert.LessOrEqual(t, request.Ts, server.Ts)
+	assert.Equal(t, "/upload", server.Args["route"])
+	moved := find(t, evs, "b", "moved")
+	assert.Equal(t, request.Tid, moved.Tid)
+	assert.Equal(t, "v", moved.Args["k"])
+	find(t, evs, "X", "outer")
+	assert.Empty(t, byPhase(evs, "E"), "nothing had ended")
+	assert.Empty(t, byPhase(evs, "e"), "nothing had ended")
+}
+
+// TestSpanHandleRandom mixes Spans and SpanHandles at random on one
+// goroutine (Spans end in reverse order among themselves; SpanHandles end
+// in any order, here or on another goroutine, some as children of
+// others), with flushes that write the older ones as B events, and checks
+// the file: every goroutine track nests, every async slice pairs, every
+// span and SpanHandle is drawn exactly once, nothing is unmatched or
+// forgotten, and both importers load it without a warning.
+func TestSpanHandleRandom(t *testing.T) {
+	for seed := range uint64(6) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(seed, 23))
+			path := filepath.Join(t.TempDir(), "random.json")
+			opts := []Option{WithFlushInterval(time.Millisecond)}
+			if seed%2 == 1 {
+				opts = append(opts, WithLanes()) // goroutines drawn on shared lanes
+			}
+			tr, err := New(path, opts...)
+			require.NoError(t, err)
+			elsewhere := make(chan SpanHandle)
+			done := make(chan struct{})
+			go func() {
+				for h := range elsewhere {
+					h.End(String("on", "other"))
+					done <- struct{}{}
+				}
+			}()
+			type open struct {
+				end    func(...Arg) // a Span's
+				handle SpanHandle
+			}
+			var stack []open
+			var handles []SpanHandle
+			spans, nHandles := 0, 0
+			endHandle := func(i int) {
+				h := handles[i]
+				handles = slices.Delete(handles, i, i+1)
+				if rng.IntN(3) == 0 {
+					elsewhere <- h
+					<-done
+				} else {
+					h.End()
+				}
+			}
+			for range 300 {
+				switch op := rng.IntN(10); {
+				case op < 3:
+					stack = append(stack, open{end: tr.Span(fmt.Sprintf("s%d", spans))})
+					spans++
+				case op < 5:
+					for i := len(stack) - 1; i >= 0; i-- {
+						if stack[i].end != nil {
+							stack[i].end()
+							stack = slices.Delete(stack, i, i+1)
+							break
+						}
+					}
+				case op < 7:
+					name := fmt.Sprintf("h%d", nHandles)
+					nHandles++
+					var h SpanHandle
+					if len(handles) > 0 && rng.IntN(2) == 0 {
+						h = handles[rng.IntN(len(handles))].StartChild(name)
+					} else {
+						h = tr.StartSpan(name)
+					}
+					handles = append(handles, h)
+				case op < 9:
+					if len(handles) > 0 {
+						// Mostly the newest: the nested case.
+						i := len(handles) - 1
+						if rng.IntN(3) == 0 {
+							i = rng.IntN(len(handles))
+						}
+						endHandle(i)
+					}
+				default:
+					time.Sleep(2 * time.Millisecond)
+					require.NoError(t, tr.Flush())
+				}
+			}
+			for len(handles) > 0 {
+				endHandle(rng.IntN(len(handles)))
+			}
+			for i := len(stack) - 1; i >= 0; i-- {
+				if stack[i].end != nil {
+					stack[i].end()
+				}
+			}
+			close(elsewhere)
+			require.NoError(t, tr.Close())
+			assert.Zero(t, tr.Stats().Unmatched)
+			assert.Zero(t, tr.Stats().Forgotten)
+
+			evs := tracecheck.Read(t, path)
+			tracks := tracecheck.Tracks(t, evs)
+			ops := tracecheck.Async(t, evs)
+			seen := map[string]int{}
+			for _, ss := range tracks {
+				for _, s := range ss {
+					seen[s.Name]++
+				}
+			}
+			for _, op := range ops {
+				seen[op.Begin.Name]++
+			}
+			for i := range spans {
+				assert.Equal(t, 1, seen[fmt.Sprintf("s%d", i)], "s%d", i)
+			}
+			for i := range nHandles {
+				assert.Equal(t, 1, seen[fmt.Sprintf("h%d", i)], "h%d", i)
+			}
+			tracecheck.Import(t, path)
+		})
+	}
+}
+
+// TestSpanHandleFlightRecorder: a flight recording holds the SpanHandles
+// of its window, those still open among them: on their track as B events,
+// or, moved off it, as async slices ending at the recording.
+func TestSpanHandleFlightRecorder(t *testing.T) {
+	rec, err := NewFlightRecorder(FlightRecorderConfig{MaxEvents: 1000})
+	require.NoError(t, err)
+	tr := rec.Tracer()
+	defer tr.Close()
+	done := tr.StartSpan("done")
+	done.End()
+	onTrack := tr.StartSpan("on track")
+	end := tr.Span("outer")
+	moved := tr.StartSpan("moved")
+	end()
+	require.NoError(t, tr.Flush())
+	path := filepath.Join(t.TempDir(), "rec.json")
+	require.NoError(t, rec.WriteFile(path))
+	onTrack.End()
+	moved.End()
+
+	evs := tracecheck.Read(t, path)
+	tracks := tracecheck.Tracks(t, evs)
+	assert.Len(t, tracecheck.SlicesNamed(tracks, "done"), 1)
+	assert.Len(t, tracecheck.Phase(tracecheck.Named(evs, "on track"), "B"), 1)
+	ops := tracecheck.Async(t, evs)
+	require.Len(t, ops, 1)
+	assert.Equal(t, "moved", ops[0].Begin.Name)
+	tracecheck.Import(t, path)
 }
