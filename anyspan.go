@@ -28,12 +28,17 @@ import (
 // that began before it on its goroutine ends, it ends with that span and
 // its own End is ignored.
 //
-// A child that is not drawn on its parent's goroutine gets a flow arrow
-// (flow events "s" and "f", as Flow draws them) from the slice open on the
-// parent's goroutine when the child started, at that moment, to the slice
-// open where the child started: the child itself if it is drawn on a
-// goroutine track, the slice it was started in if it is drawn as an async
-// slice (both viewers bind flow events to goroutine tracks only).
+// A child (see StartChild) that began on another goroutine than its
+// parent's gets a flow arrow (flow events "s" and "f", as Flow draws them)
+// from the slice open on the parent's goroutine when the child started,
+// at that moment, to the slice open where the child started: the child
+// itself if it is drawn on a goroutine track, the slice it was started in
+// if it is drawn as an async slice (both viewers bind flow events to
+// goroutine tracks only). A child that began on its parent's goroutine
+// needs none: drawn on the track, it is inside its parent; drawn as an
+// async slice, it is on that goroutine's track (its "tid") and its parent
+// is in the file at its start. Nor does a child whose parent had ended, or
+// was itself moved off its goroutine's stack, when it began.
 //
 // A SpanHandle is a small value; its methods are safe for concurrent use.
 // End it once: a second End is counted in Stats.Unmatched and ignored. The

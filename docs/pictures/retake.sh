@@ -36,4 +36,4 @@ node "$here/screenshot.js" "$work/lanes/services.json" "$here/services-lanes.png
 (cd "$root/examples/otel" && go build -o "$work/otel" .)
 mkdir "$work/otel.d"
 (cd "$work/otel.d" && ../otel >/dev/null)
-node "$here/screenshot.js" "$work/otel.d/otel.json" "$here/otel-nested.png" 1200x700
+node "$here/screenshot.js" "$work/otel.d/otel.json" "$here/otel-nested.png" 1200x1000

@@ -27,6 +27,7 @@ var otr trace.Tracer
 // serverSpan wraps a handler in a server span, as otelhttp.NewHandler does.
 func serverSpan(name string, h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		tracer.SetGoroutineName("http handler")
 		ctx, span := otr.Start(r.Context(), name, trace.WithSpanKind(trace.SpanKindServer),
 			trace.WithAttributes(attribute.String("http.route", r.URL.Path)))
 		defer span.End()
@@ -53,7 +54,10 @@ func orders(w http.ResponseWriter, r *http.Request) {
 	}()
 	var wg sync.WaitGroup
 	for shard := range 3 {
-		wg.Go(func() { query(ctx, shard) })
+		wg.Go(func() {
+			tracer.SetGoroutineName("query")
+			query(ctx, shard)
+		})
 	}
 	wg.Wait()
 	_, job := otr.Start(ctx, "send receipt", trace.WithSpanKind(trace.SpanKindProducer))
