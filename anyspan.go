@@ -336,6 +336,17 @@ func (f *flusher) writeOldAsyncs(before int64) {
 	}
 }
 
+// reopenAsyncs writes again, at the top of a new file, the "b" events of
+// the SpanHandles off their stacks whose "b" is in an earlier file, so
+// that their "e" has its "b" in the file it is in.
+func (f *flusher) reopenAsyncs() {
+	for _, st := range f.open.anys.asyncs {
+		if st.written {
+			f.enc.anyAsync(&st.start, st.rest, nil, 'b', st.start.at())
+		}
+	}
+}
+
 // unwriteAsyncs forgets the "b" events of SpanHandles off their stacks
 // that the failed write fl lost, so that they are written again.
 func (a *anySpans) unwriteAsyncs(fl failure) {

@@ -552,3 +552,51 @@ func TestSpanHandleFlightRecorder(t *testing.T) {
 	assert.Equal(t, "moved", ops[0].Begin.Name)
 	tracecheck.Import(t, path)
 }
+
+// TestSpanHandleRotation: a SpanHandle drawn as an async slice whose "b"
+// is in a file that rotated has its "b" again in the file of its "e", so
+// every file loads alone, its async slices paired.
+func TestSpanHandleRotation(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "trace.json")
+	tr, err := New(path, WithMaxFileSize(minFileSize), WithFlushInterval(time.Millisecond))
+	require.NoError(t, err)
+	end := tr.Span("outer")
+	moved := tr.StartSpan("moved", String("k", "v"))
+	end()
+	time.Sleep(3 * time.Millisecond)
+	require.NoError(t, tr.Flush()) // its b is in the first file
+	for i := range 2000 {
+		tr.Span("fill", Int("i", i))()
+		if i%100 == 0 {
+			require.NoError(t, tr.Flush())
+		}
+	}
+	moved.End(Int("status", 1))
+	require.NoError(t, tr.Close())
+
+	files, err := filepath.Glob(filepath.Join(dir, "trace*.json"))
+	require.NoError(t, err)
+	require.Greater(t, len(files), 1, "the trace rotated")
+	var withEnd []string
+	var evs []tracecheck.Event
+	begins := 0
+	for _, f := range files {
+		fe := tracecheck.Read(t, f)
+		tracecheck.Tracks(t, fe)
+		if len(tracecheck.Phase(tracecheck.Named(fe, "moved"), "e")) > 0 {
+			withEnd, evs = append(withEnd, f), fe
+		}
+		begins += len(tracecheck.Phase(tracecheck.Named(fe, "moved"), "b"))
+	}
+	require.Len(t, withEnd, 1, "one file holds the e")
+	require.GreaterOrEqual(t, begins, 2, "the b is in the first file, and again in later ones")
+	ops := tracecheck.Async(t, evs) // its b is there too
+	require.Len(t, ops, 1)
+	assert.Equal(t, "v", ops[0].Begin.Args["k"])
+	assert.Equal(t, 1.0, ops[0].End.Args["status"])
+	// The file of the e loads without a warning. (An earlier file holds
+	// the b without its e, which catapult warns of, as it does of an
+	// Async that outlives a file.)
+	tracecheck.Import(t, withEnd[0])
+}

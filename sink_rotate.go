@@ -301,4 +301,5 @@ func (f *flusher) reopenSpans() {
 			}
 		}
 	}
+	f.reopenAsyncs()
 }
