@@ -14,10 +14,13 @@ import (
 // A SpanHandle that ends on the goroutine that started it, while it is the
 // innermost span open there, is drawn exactly as Span draws a span: nested
 // on that goroutine's track, one "X" event, or "B" and "E" events if it
-// stays open longer than a flush interval. Otherwise it cannot nest on
-// that track, and it is drawn as an async slice (a nestable async event,
+// stays open longer than a flush interval. SpanHandles it contains that
+// are still open when it ends do not prevent that: they cross its end, and
+// are drawn as async slices (or, once their "B" is written, end with it),
+// as when a Span below them ends first. Otherwise it cannot nest on that
+// track, and it is drawn as an async slice (a nestable async event,
 // "b"/"e", under the process, as Async draws) for its whole duration:
-// when it ends on another goroutine, when it ends while spans it contains
+// when it ends on another goroutine, when it ends while Spans it contains
 // are still open, and when a span that began before it on its goroutine
 // ends first. The spans of its goroutine keep their nesting either way.
 //
@@ -30,8 +33,11 @@ import (
 //
 // A child (see StartChild) that began on another goroutine than its
 // parent's gets a flow arrow (flow events "s" and "f", as Flow draws them)
-// from the slice open on the parent's goroutine when the child started,
-// at that moment, to the slice open where the child started: the child
+// from its parent, at the parent's start (the slice that begins there on
+// the parent's goroutine: the parent, if it is drawn there; Perfetto binds
+// a flow event to the newest slice on its track, which may have ended
+// already, so the arrow leaves from where a slice begins), to the slice
+// open on the child's goroutine at the child's start: the child
 // itself if it is drawn on a goroutine track, the slice it was started in
 // if it is drawn as an async slice (both viewers bind flow events to
 // goroutine tracks only). A child that began on its parent's goroutine
@@ -135,7 +141,9 @@ const anyMark = 1 << 63
 // An anyState is what the flusher knows of an open SpanHandle.
 type anyState struct {
 	gid       uint64 // the goroutine it started on
+	startAt   int64  // when it started
 	parentGid uint64 // the goroutine whose stack held its parent when it started, 0 if none
+	parentAt  int64  // when its parent started
 	async     bool   // off its stack: it is drawn as an async slice
 	written   bool   // async: its "b" is in the file
 	ended     bool   // its B is in the file and it ended under open spans: its E waits for them
@@ -179,12 +187,12 @@ func (f *flusher) pushAny(h *slot, rest []slot) {
 	} else {
 		st = new(anyState)
 	}
-	st.gid = h.gid()
+	st.gid, st.startAt = h.gid(), h.at()
 	if h.flags()&flagParent != 0 {
 		parent := rest[len(rest)-1].num
 		rest = rest[:len(rest)-1]
 		if ps := a.open[parent]; ps != nil && !ps.async && !ps.drawn && !ps.ended {
-			st.parentGid = ps.gid
+			st.parentGid, st.parentAt = ps.gid, ps.startAt
 		}
 	}
 	a.open[id] = st
@@ -225,8 +233,19 @@ func (f *flusher) popAny(end *slot, rest []slot) {
 		return
 	}
 	o := &ss[i]
-	switch top := i == len(ss)-1; {
-	case top && (end.gid() == st.gid || o.written):
+	onlyHandles := true // above it on the stack
+	for j := i + 1; j < len(ss); j++ {
+		onlyHandles = onlyHandles && ss[j].token&anyMark != 0
+	}
+	switch {
+	case onlyHandles && (end.gid() == st.gid || o.written):
+		// SpanHandles still open above it cross its end: they leave the
+		// stack (or end with it, once their B is written), as they do
+		// when a Span below them ends.
+		for j := len(ss) - 1; j > i; j-- {
+			f.endAbove(&ss[j], at)
+			ss[j] = openSpan{}
+		}
 		if o.written {
 			f.writeEnd(&o.start, o.rest(), endArgs, at, o.batch, int(o.off), 0)
 		} else {
@@ -237,7 +256,7 @@ func (f *flusher) popAny(end *slot, rest []slot) {
 		a.done(id, st)
 		ss[i] = openSpan{}
 		*s = ss[:i]
-		f.open.count--
+		f.open.count -= len(ss) - i
 		f.endWaiting(st.gid, s, at)
 	case o.written:
 		st.ended = true
@@ -373,8 +392,8 @@ func (f *flusher) flowFromParent(st *anyState, start *slot, rest []slot) {
 	if st.parentGid == 0 || st.parentGid == st.gid {
 		return
 	}
-	f.enc.anyFlow(start, rest, 's', st.parentGid)
-	f.enc.anyFlow(start, rest, 'f', st.gid)
+	f.enc.anyFlow(start, rest, 's', st.parentGid, st.parentAt)
+	f.enc.anyFlow(start, rest, 'f', st.gid, start.at())
 	f.pending += 2
 }
 
@@ -406,10 +425,10 @@ func (e *encoder) anyAsync(h *slot, rest, endArgs []slot, ph byte, at int64) {
 }
 
 // anyFlow appends a flow event ("s" or "f", bound to the enclosing slice)
-// on goroutine gid's track at the start of the SpanHandle that started
-// with h; its id is the SpanHandle's.
-func (e *encoder) anyFlow(h *slot, rest []slot, ph byte, gid uint64) {
-	b := e.appendHead(e.buf, h, rest, ph, h.at())
+// of the SpanHandle that started with h, on goroutine gid's track at time
+// at; its id is the SpanHandle's.
+func (e *encoder) anyFlow(h *slot, rest []slot, ph byte, gid uint64, at int64) {
+	b := e.appendHead(e.buf, h, rest, ph, at)
 	b = e.appendIDs(b, gid)
 	e.gidArg = 0
 	b = append(b, `,"id":`...)

@@ -99,7 +99,7 @@
 // A [SpanHandle], from [StartSpan], is a span whose end may come from any
 // goroutine, for code that cannot know in advance where its span ends,
 // such as a library's instrumentation (OpenTelemetry's, through the
-// traceotel module). Ended on its own goroutine as the innermost open span
+// traceotel module). Ended on its own goroutine, nested with the spans
 // there, it is drawn as a Span; otherwise as an async slice.
 //
 //	h := tracer.StartSpan("request")

@@ -30,10 +30,10 @@
 // context on the same goroutine is drawn inside it. A span that ends on
 // another goroutine, or that would overlap the goroutine's spans without
 // nesting, is drawn as a nestable async slice ("b"/"e") under the process
-// for its whole duration. A child that is not drawn on its parent's
-// goroutine gets a flow arrow from the slice open on the parent's
-// goroutine when it started to the slice open where it started (the child
-// itself when it is on a track): see tracer.SpanHandle for the details.
+// for its whole duration. A child that began on another goroutine than
+// its parent's gets a flow arrow from its parent to the slice open where
+// it began (the child itself when it is on a track): see
+// tracer.SpanHandle for the details.
 //
 // The span's start carries the span kind, trace id,
 // span id and parent span id; its end carries the span's attributes (up to

@@ -2,6 +2,7 @@ package traceotel_test
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -193,9 +194,20 @@ func TestSpansMatchTheRecorder(t *testing.T) {
 		assert.True(t, root.slice.Start <= in[0].Start && in[0].End <= root.slice.End, "%s inside the server span", name)
 	}
 
+	// Both importers see the same: the flows from the server span to
+	// each query and to where the job began, and the two async slices.
 	perfetto, catapult := tracecheck.Import(t, path)
-	assert.Equal(t, 4.0, perfetto[0].Totals()["flows"])
-	assert.Equal(t, 4.0, catapult[0].Totals()["flows"])
+	want := []string{"GET /users -> SELECT users", "GET /users -> SELECT users", "GET /users -> SELECT users", "GET /users -> enqueue"}
+	for _, r := range []tracecheck.Report{perfetto[0], catapult[0]} {
+		assert.Equal(t, 4.0, r.Totals()["flows"], r["importer"])
+		var got []string
+		for _, f := range r["flows"].([]any) {
+			f := f.(map[string]any)
+			from, to := f["from"].(map[string]any), f["to"].(map[string]any)
+			got = append(got, fmt.Sprint(from["slice"], " -> ", to["slice"]))
+		}
+		assert.ElementsMatch(t, want, got, r["importer"])
+	}
 	assert.Equal(t, 2.0, catapult[0].Totals()["asyncSlices"])
 }
 
