@@ -88,7 +88,7 @@ func (s SpanHandle) ID() uint64 { return s.id }
 // (Category and Namespace args are ignored).
 func (s SpanHandle) End(args ...Arg) {
 	if s.t != nil {
-		s.t.record(kindAnyEnd, 0, s.cs, "", s.id, args)
+		s.t.record(goroutineID(), kindAnyEnd, 0, s.cs, "", s.id, args)
 	}
 }
 
@@ -121,7 +121,7 @@ func (t *Tracer) startAny(parent uint64, name string, args []Arg) SpanHandle {
 		buf[n] = Arg{kind: argParent, num: parent}
 		args, flags = buf[:n+1], flagParent
 	}
-	if t.record(kindAnyBegin, flags, cs, name, id, args) == nil {
+	if t.record(goroutineID(), kindAnyBegin, flags, cs, name, id, args) == nil {
 		return SpanHandle{}
 	}
 	return SpanHandle{t: t, id: id, name: name, cs: cs}
@@ -355,17 +355,6 @@ func (f *flusher) writeOldAsyncs(before int64) {
 	}
 }
 
-// reopenAsyncs writes again, at the top of a new file, the "b" events of
-// the SpanHandles off their stacks whose "b" is in an earlier file, so
-// that their "e" has its "b" in the file it is in.
-func (f *flusher) reopenAsyncs() {
-	for _, st := range f.open.anys.asyncs {
-		if st.written {
-			f.enc.anyAsync(&st.start, st.rest, nil, 'b', st.start.at())
-		}
-	}
-}
-
 // unwriteAsyncs forgets the "b" events of SpanHandles off their stacks
 // that the failed write fl lost, so that they are written again.
 func (a *anySpans) unwriteAsyncs(fl failure) {
@@ -376,13 +365,24 @@ func (a *anySpans) unwriteAsyncs(fl failure) {
 	}
 }
 
-// appendOpenAsyncs appends, for a flight recording taken at at, the
-// SpanHandles off their stacks whose end has not come: each a "b" and an
-// "e" at at, as the recording ends the async operations still open.
-func (f *flusher) appendOpenAsyncs(at int64) {
-	for _, st := range f.open.anys.asyncs {
-		f.enc.anyAsync(&st.start, st.rest, nil, 'b', st.start.at())
-		f.enc.anyAsync(&st.start, st.rest, nil, 'e', at)
+// appendAsyncs appends, after appendBegins' B events, the "b" events of
+// the SpanHandles off their stacks whose end has not come: for a new file
+// (writtenOnly), those whose "b" is in an earlier file, so that their "e"
+// has its "b" in the file it is in; for a flight recording, every one,
+// with an "e" now, as the recording ends the async operations still open.
+func (a *anySpans) appendAsyncs(enc *encoder, writtenOnly bool) {
+	var at int64
+	if !writtenOnly {
+		at = nanotime()
+	}
+	for _, st := range a.asyncs {
+		if writtenOnly && !st.written {
+			continue
+		}
+		enc.anyAsync(&st.start, st.rest, nil, 'b', st.start.at())
+		if !writtenOnly {
+			enc.anyAsync(&st.start, st.rest, nil, 'e', at)
+		}
 	}
 }
 

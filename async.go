@@ -94,7 +94,7 @@ func (t *Tracer) asyncBegin(id uint64, name string, args []Arg) Async {
 	if !t.allows(a.cs.cat) {
 		return Async{}
 	}
-	if t.record(kindAsyncBegin, 0, a.cs, name, id, args) == nil {
+	if t.record(goroutineID(), kindAsyncBegin, 0, a.cs, name, id, args) == nil {
 		return Async{} // not recorded: its other events would dangle
 	}
 	return a
@@ -124,7 +124,7 @@ func (a Async) Begin(name string, args ...Arg) Async {
 	} else {
 		child.cs.track = child.node
 	}
-	if a.t.record(kindAsyncBegin, 0, child.cs, name, a.id, args) == nil {
+	if a.t.record(goroutineID(), kindAsyncBegin, 0, child.cs, name, a.id, args) == nil {
 		child.release()
 		return Async{}
 	}
@@ -141,7 +141,7 @@ func (a Async) release() {
 // Instant records a moment in the operation.
 func (a Async) Instant(name string, args ...Arg) {
 	if a.t != nil {
-		a.t.record(kindAsyncInstant, 0, a.cs, name, a.id, args)
+		a.t.record(goroutineID(), kindAsyncInstant, 0, a.cs, name, a.id, args)
 	}
 }
 
@@ -151,7 +151,7 @@ func (a Async) Instant(name string, args ...Arg) {
 // the operation's category was switched off since it began.
 func (a Async) End(args ...Arg) {
 	if a.t != nil {
-		a.t.record(kindAsyncEnd, 0, a.cs, a.name, a.id, args)
+		a.t.record(goroutineID(), kindAsyncEnd, 0, a.cs, a.name, a.id, args)
 		a.release()
 	}
 }

@@ -32,6 +32,11 @@ import (
 //	TRACER_MAX_FILES     WithMaxFiles
 //	TRACER_LANES         WithLanes, if true ("1", "true")
 //
+// One more is read whenever a tracer starts, with or without TRACER_FILE:
+//
+//	TRACER_CLOCK         "nanotime": stamp events with the runtime's clock,
+//	                     never the CPU's counter (see docs/internals.md)
+//
 // A variable that does not parse, or a file that cannot be created, is
 // reported on standard error and tracing stays off: a trace is never a
 // reason for the program not to run. Without TRACER_FILE the cost is one
@@ -69,6 +74,7 @@ const (
 	EnvMaxFileSize = "TRACER_MAX_FILE_SIZE"
 	EnvMaxFiles    = "TRACER_MAX_FILES"
 	EnvLanes       = "TRACER_LANES"
+	EnvClock       = "TRACER_CLOCK"
 )
 
 func init() {

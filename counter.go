@@ -50,7 +50,7 @@ func (t *Tracer) counter(name string, series []Arg) {
 		t.counterSlow(name, series)
 		return
 	}
-	t.record(kindCounter, 0, catScope{}, name, 0, series)
+	t.record(goroutineID(), kindCounter, 0, catScope{}, name, 0, series)
 }
 
 // What Counter makes of an arg.
@@ -114,7 +114,7 @@ func (t *Tracer) counterSlow(name string, series []Arg) {
 		})
 		return
 	}
-	t.record(kindCounter, 0, catScope{}, name, 0, kept[:n])
+	t.record(goroutineID(), kindCounter, 0, catScope{}, name, 0, kept[:n])
 }
 
 // describeArg says what kind of value a refused arg holds.

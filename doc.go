@@ -174,7 +174,10 @@
 // slots written into a buffer owned by the current P (the runtime's
 // processor), and a background goroutine, the flusher, encodes the buffers
 // as JSON for a writer goroutine. A span costs little more than the two
-// clock reads it needs. A program that records faster than the flusher
+// clock reads it needs, and those are cheap: where the OS keeps time with
+// the CPU's counter (Linux on amd64 and arm64, as a rule), events are
+// stamped with the counter and converted to the runtime's monotonic clock
+// when they are encoded. A program that records faster than the flusher
 // keeps up with helps it: the recording goroutine encodes, and waits for
 // the disk when the buffers are full, so no event is lost while the disk
 // keeps up. Only when the sink stalls are events dropped and counted (never,

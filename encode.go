@@ -19,11 +19,14 @@ const MaxStringLen = jsonenc.MaxStringLen
 // followed by a comma. It appends to buf and never reflects or allocates
 // beyond growing buf and its cache.
 //
-// It runs at 20M and more X events a second on one core because most of an
-// event is known in advance: the process id fragments are formatted once,
-// names and keys are escaped once and then copied from a cache keyed by
-// their data pointer and length (see appendCached), and times are
-// formatted as fixed-point microseconds in one pass.
+// It is fast (BenchmarkEncoder; docs/performance.md has the figures)
+// because most of an event is known in advance: names and keys are
+// escaped once and then copied from a cache keyed by their data pointer
+// and length (see cached), with the start of the event (`{"name":...,
+// "ph":"X","ts":`) and the key's colon; the pid and tid fragment is
+// formatted once per track; and timestamps, which a flush writes in
+// increasing runs, keep the digits of their millisecond and write the
+// six digits after it with 32-bit arithmetic (jsonenc.Timestamps).
 type encoder struct {
 	buf   []byte
 	pid   int
@@ -40,6 +43,20 @@ type encoder struct {
 	pidTid []byte // `,"pid":N,"tid":`
 	pidFld []byte // `,"pid":N`
 	cache  [nameCacheSize]cachedString
+	ts     jsonenc.Timestamps
+	tids   [tidCacheSize]cachedTid
+}
+
+// tidCacheSize is the number of formatted track ids the encoder keeps:
+// the goroutines a flush's events come from, mostly the same few in a row.
+const tidCacheSize = 64
+
+// A cachedTid is `,"pid":N,"tid":T` for the track id tid, formatted
+// once.
+type cachedTid struct {
+	tid uint64
+	n   uint8
+	b   [47]byte // room for a pid of up to 13 digits and a tid of 20
 }
 
 func newEncoder(pid int, base int64) encoder {
@@ -65,20 +82,35 @@ type cachedString struct {
 	p   *byte
 	n   uint64
 	esc []byte // the JSON string, quotes included
+
+	// As an event's name: `{"name":NAME,"ph":"P","ts":` for the phase P
+	// it was last used with and no category, the start of most events.
+	head   []byte
+	headPh byte
+	key    []byte // as an arg's key: the JSON string and a colon
 }
 
 // appendCached appends the string held by s (its n and p) as JSON.
 func (e *encoder) appendCached(b []byte, s *slot) []byte {
+	if c := e.cached(s); c != nil {
+		return append(b, c.esc...)
+	}
+	return jsonenc.String(b, s.str())
+}
+
+// cached returns the cache entry of the string held by s (its n and p),
+// or nil for a string too long to keep.
+func (e *encoder) cached(s *slot) *cachedString {
 	n := uint64(uint32(s.n)) // a span start keeps its token above
 	if n > maxCachedBytes {
-		return jsonenc.String(b, s.str())
+		return nil
 	}
 	c := &e.cache[(uintptr(unsafe.Pointer(s.p))>>3^uintptr(n))%nameCacheSize]
 	if c.p != s.p || c.n != n || c.esc == nil {
 		c.esc = jsonenc.String(c.esc[:0], s.str())
-		c.p, c.n = s.p, n
+		c.p, c.n, c.headPh, c.key = s.p, n, 0, c.key[:0]
 	}
-	return append(b, c.esc...)
+	return c
 }
 
 // appendCachedString is appendCached for a string held elsewhere.
@@ -235,6 +267,16 @@ var phaseTs = func() (p [128]string) {
 // appendHead starts the event whose head is h: name, category, phase and
 // timestamp.
 func (e *encoder) appendHead(b []byte, h *slot, rest []slot, ph byte, at int64) []byte {
+	if x := extra(h, rest); (x == nil || uint16(x.meta) == 0) && ph != 'b' && ph != 'n' && ph != 'e' {
+		// No category: name and phase come as one, from the cache.
+		if c := e.cached(h); c != nil {
+			if c.headPh != ph {
+				c.head = append(append(append(c.head[:0], `{"name":`...), c.esc...), phaseTs[ph]...)
+				c.headPh = ph
+			}
+			return e.ts.Append(append(b, c.head...), at-e.base)
+		}
+	}
 	b = append(b, `{"name":`...)
 	b = e.appendCached(b, h)
 	if x := extra(h, rest); x != nil && uint16(x.meta) != 0 {
@@ -246,7 +288,7 @@ func (e *encoder) appendHead(b []byte, h *slot, rest []slot, ph byte, at int64) 
 		b = append(b, `,"cat":""`...)
 	}
 	b = append(b, phaseTs[ph]...)
-	return jsonenc.Micros(b, at-e.base)
+	return e.ts.Append(b, at-e.base)
 }
 
 // appendIDs appends the pid and tid of an event of goroutine gid: gid
@@ -268,8 +310,15 @@ func (e *encoder) appendTid(b []byte, tid uint64) []byte {
 	if e.names != nil {
 		e.names.see(tid)
 	}
-	b = append(b, e.pidTid...)
-	return jsonenc.Uint(b, tid)
+	c := &e.tids[tid%tidCacheSize]
+	if c.tid != tid || c.n == 0 {
+		f := jsonenc.Uint(append(c.b[:0], e.pidTid...), tid)
+		if len(f) > len(c.b) { // not with an int pid and a uint64 tid
+			return append(b, f...)
+		}
+		c.tid, c.n = tid, uint8(len(f))
+	}
+	return append(b, c.b[:c.n]...)
 }
 
 // appendTail ends an event with its args. Category and scope are not args:
@@ -287,50 +336,58 @@ func (e *encoder) appendArgs(b []byte, as, more []slot) []byte {
 		return append(b, "},\n"...)
 	}
 	b = append(b, `,"args":{`...)
-	first := true
 	if gid != 0 { // drawn on a lane: say whose event it is
 		b = append(b, `"goroutine":`...)
-		b = jsonenc.Uint(b, gid)
-		first = false
+		b = append(jsonenc.Uint(b, gid), ',')
 	}
-	for _, as := range [2][]slot{as, more} {
-		for i := 0; i < len(as); i++ {
-			a := &as[i]
-			if !first {
-				b = append(b, ',')
+	b = e.appendArgList(b, as)
+	b = e.appendArgList(b, more)
+	// Each arg ended with a comma: the last one ends the object instead.
+	b[len(b)-1] = '}'
+	return append(b, "},\n"...)
+}
+
+// appendArgList appends the args in as, each followed by a comma.
+func (e *encoder) appendArgList(b []byte, as []slot) []byte {
+	for i := 0; i < len(as); i++ {
+		a := &as[i]
+		if c := e.cached(a); c != nil {
+			if len(c.key) == 0 {
+				c.key = append(append(c.key, c.esc...), ':')
 			}
-			first = false
-			b = e.appendCached(b, a)
-			b = append(b, ':')
-			switch a.argKind() {
-			case argString:
-				if a.meta&metaHasValue != 0 {
-					i++
-					b = jsonenc.String(b, as[i].str())
-				} else {
-					b = append(b, `""`...)
-				}
-			case argInt:
-				b = jsonenc.Int(b, int64(a.num))
-			case argUint:
-				b = jsonenc.Uint(b, a.num)
-			case argFloat:
-				b = jsonenc.Float(b, math.Float64frombits(a.num))
-			case argBool:
-				b = strconv.AppendBool(b, a.num != 0)
-			case argDuration:
-				b = jsonenc.Duration(b, time.Duration(a.num))
-			case argTime:
-				b = append(b, '"')
-				b = time.Unix(0, int64(a.num)).UTC().AppendFormat(b, time.RFC3339Nano)
-				b = append(b, '"')
-			case argStringer:
-				i++
-				b = jsonenc.String(b, callString(stringer(a.num, as[i].p)))
-			}
+			b = append(b, c.key...)
+		} else {
+			b = append(jsonenc.String(b, a.str()), ':')
 		}
+		switch a.argKind() {
+		case argString:
+			if a.meta&metaHasValue != 0 {
+				i++
+				b = jsonenc.String(b, as[i].str())
+			} else {
+				b = append(b, `""`...)
+			}
+		case argInt:
+			b = jsonenc.Int(b, int64(a.num))
+		case argUint:
+			b = jsonenc.Uint(b, a.num)
+		case argFloat:
+			b = jsonenc.Float(b, math.Float64frombits(a.num))
+		case argBool:
+			b = strconv.AppendBool(b, a.num != 0)
+		case argDuration:
+			b = jsonenc.Duration(b, time.Duration(a.num))
+		case argTime:
+			b = append(b, '"')
+			b = time.Unix(0, int64(a.num)).UTC().AppendFormat(b, time.RFC3339Nano)
+			b = append(b, '"')
+		case argStringer:
+			i++
+			b = jsonenc.String(b, callString(stringer(a.num, as[i].p)))
+		}
+		b = append(b, ',')
 	}
-	return append(b, "}},\n"...)
+	return b
 }
 
 // The tracer's own events: the process metadata at the top of a file and
@@ -374,7 +431,7 @@ func (e *encoder) processLabels(labels string) {
 // events that will never reach the file.
 func (e *encoder) dropCounter(at int64, drops uint64) {
 	b := append(e.buf, `{"name":"tracer.dropped","ph":"C","ts":`...)
-	b = jsonenc.Micros(b, at-e.base)
+	b = e.ts.Append(b, at-e.base)
 	b = append(b, e.pidFld...)
 	b = append(b, `,"args":{"events":`...)
 	b = strconv.AppendUint(b, drops, 10)

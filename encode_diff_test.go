@@ -40,7 +40,7 @@ func slotsOf(e diffEvent) []slot {
 		n++
 	}
 	s := make([]slot, n)
-	s[0] = slot{num: uint64(e.at), meta: headMeta(e.k, e.flags, n, extra, e.gid)}
+	s[0] = slot{num: uint64(e.at) | rawDone, meta: headMeta(e.k, e.flags, n, extra, e.gid)}
 	s[0].setStr(e.name)
 	putEvent(s, extra, cs, e.id, args)
 	return s

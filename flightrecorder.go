@@ -9,8 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gotracer/tracer/internal/jsonenc"
-
 	"go.uber.org/atomic"
 )
 
@@ -150,27 +148,11 @@ func (r *FlightRecorder) snapshot() ([]byte, error) {
 	win := r.win
 	win.evict(nanotime())
 
-	saved := f.enc.buf
-	f.enc.buf = make([]byte, 0, win.bytes+64<<10)
-	f.appendHeader()
 	events := make([]byte, 0, win.bytes)
 	for _, c := range win.chunks {
 		events = append(events, c.buf[c.off:]...)
 	}
-	// Async and flow events whose other half left the window are left
-	// out, and operations still open end now: see flightpairs.go.
-	f.enc.buf, _ = keepPairs(f.enc.buf, events, jsonenc.Micros(nil, nanotime()-t.base))
-	f.names.appendAll(&f.enc)
-	for _, s := range f.open.stacks {
-		for i := range *s {
-			f.enc.begin(&(*s)[i].start, (*s)[i].rest())
-		}
-	}
-	f.appendOpenAsyncs(nanotime())
-	f.appendEnd()
-	b := f.enc.buf
-	f.enc.buf = saved
-	return b, nil
+	return f.snapshot(events, win.bytes+64<<10), nil
 }
 
 // A window is a flight recorder's sink: the most recent batches the

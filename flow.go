@@ -40,7 +40,7 @@ func (t *Tracer) flowStart(name string, args []Arg) Flow {
 	if !t.allows(f.cs.cat) {
 		return Flow{}
 	}
-	if t.record(kindFlowBegin, 0, f.cs, name, f.id, args) == nil {
+	if t.record(goroutineID(), kindFlowBegin, 0, f.cs, name, f.id, args) == nil {
 		return Flow{}
 	}
 	return f
@@ -53,13 +53,13 @@ func (f Flow) ID() uint64 { return f.id }
 // calling goroutine.
 func (f Flow) Step(args ...Arg) {
 	if f.t != nil {
-		f.t.record(kindFlowStep, 0, f.cs, f.name, f.id, args)
+		f.t.record(goroutineID(), kindFlowStep, 0, f.cs, f.name, f.id, args)
 	}
 }
 
 // End ends the flow at the span open on the calling goroutine.
 func (f Flow) End(args ...Arg) {
 	if f.t != nil {
-		f.t.record(kindFlowEnd, 0, f.cs, f.name, f.id, args)
+		f.t.record(goroutineID(), kindFlowEnd, 0, f.cs, f.name, f.id, args)
 	}
 }

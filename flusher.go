@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gotracer/tracer/internal/jsonenc"
 	"go.uber.org/atomic"
 )
 
@@ -21,6 +22,7 @@ type flusher struct {
 	t       *Tracer
 	enc     encoder
 	wall    time.Time // wall clock of ts 0
+	clock   timebase  // converts the events' raw readings: see clock.go
 	cursors []cursor
 	out     writer
 
@@ -47,6 +49,10 @@ type flusher struct {
 	kept     []slot    // span ends kept aside, in time order: see keepEnd
 
 	imp importState // events from outside the lanes: see imported.go
+
+	// giveUp, while Flush encodes on its caller's goroutine, fires at the
+	// stop timeout: a pass waiting for a free batch then stops early.
+	giveUp <-chan time.Time
 }
 
 // A sentEnd is an E event in a batch the writer has not written yet, kept
@@ -227,7 +233,7 @@ func (f *flusher) pass(block bool) bool {
 		return false
 	}
 	f.writeResent()
-	cut := nanotime()
+	cut := f.clock.cut()
 	f.takeKeptEnds()
 	f.cursors = f.cursors[:0]
 	for _, l := range *f.t.lanes.Load() {
@@ -285,7 +291,9 @@ func (f *flusher) peek(c *cursor) *slot {
 	l := c.l
 	for {
 		if l.pos < c.head {
-			return &l.read.slots[l.pos]
+			h := &l.read.slots[l.pos]
+			f.clock.fix(h)
+			return h
 		}
 		if l.read == nil {
 			if l.read = l.first.Load(); l.read == nil {
@@ -343,6 +351,7 @@ func (f *flusher) take(c *cursor, h *slot, cut int64) uint64 {
 				// before the end that freed it is recorded: match the
 				// goroutine too.
 				next := &l.read.slots[l.pos+n]
+				f.clock.fix(next)
 				if next.kind() == kindEnd && next.n == token && next.gid() == h.gid() && next.at() < cut {
 					// The end's args follow it: published with it, as an
 					// event never straddles chunks.
@@ -432,7 +441,11 @@ func (f *flusher) startBatch(block bool) bool {
 		if !block {
 			return false
 		}
-		b = <-f.out.free
+		select {
+		case b = <-f.out.free:
+		case <-f.giveUp: // nil but in a Flush on its caller's goroutine
+			return false
+		}
 	}
 	b.op, b.headLen = opWrite, 0
 	f.cur = b
@@ -546,10 +559,18 @@ func (f *flusher) writeEnd(start *slot, rest, endArgs []slot, at int64, bBatch u
 
 // sync waits until the writer has written everything queued, and returns
 // the write errors since the last sync.
-func (f *flusher) sync() error {
+func (f *flusher) sync() error { return f.syncBy(nil) }
+
+// syncBy is sync that gives up when giveUp fires (never, if nil).
+func (f *flusher) syncBy(giveUp <-chan time.Time) error {
 	b := &batch{op: opSync, done: make(chan error, 1)}
 	f.out.queue <- b
-	return <-b.done
+	select {
+	case err := <-b.done:
+		return err
+	case <-giveUp:
+		return stalled(f.t.opts.stopTimeout)
+	}
 }
 
 // close encodes everything left, ends the JSON array, waits for the writer
@@ -625,4 +646,114 @@ func (f *flusher) stats() Stats {
 		s.Overwritten = o.Load()
 	}
 	return s
+}
+
+// maybeRotate is called by the encoder as it starts batch b. When the
+// current file is full, counting what is queued for it, b becomes an
+// opRotate batch: its end holds the end of the current file, and its
+// buffer starts with the head of the new one. The encoder decides, rather
+// than the writer, because the head holds what only the encoder knows:
+// the goroutine names and the spans still open. Close never rotates, so
+// its last events never go to a new file of their own.
+func (f *flusher) maybeRotate(b *batch) {
+	limit := float64(f.t.opts.sink.maxSize)
+	ratio := math.Float64frombits(f.out.ratio.Load())
+	size := float64(f.fileRaw) * ratio
+	if !f.closing && size >= limit {
+		f.enc.buf = b.end[:0]
+		f.appendEnd()
+		b.end = f.enc.buf
+		f.names.newFile()
+		f.enc.buf = b.buf[:0]
+		f.appendHeader()
+		if f.dropsShown {
+			f.appendDropCounter(nanotime())
+		}
+		f.reopenSpans()
+		b.op, b.headLen = opRotate, len(f.enc.buf)
+		f.fileRaw, size = 0, 0
+	}
+	f.batchLimit = int(min(max((limit-size)/ratio, 16<<10), batchBytes))
+}
+
+// reopenSpans writes again the B events of the spans whose B event is in
+// an earlier file and whose E event is yet to come, outermost first.
+func (f *flusher) reopenSpans() { f.open.appendBegins(&f.enc, true) }
+
+// drainImported appends what the source holds to the batches of this
+// pass, starting new batches as they fill. With block false (a recording
+// goroutine helping) it stops when no batch is free; the rest waits for
+// the next pass.
+func (f *flusher) drainImported(block bool) {
+	src := f.imp.src.Load()
+	if src == nil {
+		return
+	}
+	for f.cur != nil {
+		var n int
+		var more bool
+		f.enc.buf, n, more = src.Drain(f.enc.buf, f.batchLimit-len(f.enc.buf))
+		f.pending += n
+		if !more {
+			return
+		}
+		f.send()
+		f.startBatch(block)
+	}
+}
+
+// snapshot returns a whole trace of events, a flight recorder's window:
+// the header, the events whose pairs are whole (flightpairs.go), the
+// goroutine names, a B event for each span still open, and the end. It
+// leaves the batch being encoded as it was.
+func (f *flusher) snapshot(events []byte, size int) []byte {
+	saved := f.enc.buf
+	f.enc.buf = make([]byte, 0, size)
+	f.appendHeader()
+	// Async and flow events whose other half left the window are left
+	// out, and operations still open end now.
+	f.enc.buf, _ = keepPairs(f.enc.buf, events, jsonenc.Micros(nil, nanotime()-f.t.base))
+	f.names.appendAll(&f.enc)
+	f.open.appendBegins(&f.enc, false)
+	f.appendEnd()
+	b := f.enc.buf
+	f.enc.buf = saved
+	return b
+}
+
+// nameGoroutines gives the goroutines of names their names and sort
+// orders, as the package-level functions set them before this tracer
+// became the default. On lanes, a name is a group's; a flight recorder
+// keeps them for its dumps; otherwise they are written now, and again at
+// the head of each rotated file.
+func (f *flusher) nameGoroutines(names map[uint64]trackName) {
+	for gid, tn := range names {
+		if tn.hasName {
+			f.auto.program(gid)
+		}
+	}
+	if f.shared != nil {
+		for gid, tn := range names {
+			if tn.hasName {
+				f.shared.setName(gid, tn.name)
+			}
+		}
+		return
+	}
+	if f.traits.window {
+		for gid, tn := range names {
+			f.names.adopt(gid, tn)
+		}
+		return
+	}
+	if f.isClosed() || !f.startBatch(true) {
+		return
+	}
+	for gid, tn := range names {
+		f.pending += f.enc.appendTrackName(gid, &tn)
+		if f.names != nil {
+			f.names.adopt(gid, tn)
+		}
+	}
+	f.send()
 }

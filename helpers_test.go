@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/gotracer/tracer/internal/tracecheck"
+	"github.com/gotracer/tracer/internal/tracefile"
 	"github.com/stretchr/testify/require"
 )
 
@@ -18,11 +19,11 @@ type event = tracecheck.Event
 
 // repair applies the documented repair to a file cut off by a crash, the
 // one chrome://tracing applies itself: strip the trailing comma (and the
-// white space around it) and close the array.
+// white space around it) and close the array (tracefile.Terminate). The
+// result is a copy: never the caller's bytes written over.
 func repair(data []byte) []byte {
-	data = bytes.TrimRight(data, " \t\r\n")
-	data = bytes.TrimSuffix(data, []byte(","))
-	return append(data[:len(data):len(data)], "\n]"...) // a copy: never write over the caller's bytes
+	out, _ := tracefile.Terminate(data)
+	return out
 }
 
 // readClosed parses a cleanly closed trace as strict JSON, unrepaired: a
@@ -55,22 +56,7 @@ func asArray(data []byte) []byte {
 // parseClosed parses a closed trace's bytes: see readClosed.
 func parseClosed(t testing.TB, data []byte) []event {
 	t.Helper()
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if bytes.HasPrefix(data, []byte(objectHead+"[\n{\"")) {
-		var obj struct {
-			DisplayTimeUnit string  `json:"displayTimeUnit"`
-			TraceEvents     []event `json:"traceEvents"`
-		}
-		require.NoError(t, dec.Decode(&obj), "closed file must be strict JSON")
-		require.Equal(t, "ns", obj.DisplayTimeUnit)
-		require.False(t, dec.More(), "nothing after the object")
-		return obj.TraceEvents
-	}
-	require.True(t, bytes.HasPrefix(data, []byte("[\n{\"")), "file must start with [ and an event, or the object head: %.60q", data)
-	var evs []event
-	require.NoError(t, dec.Decode(&evs), "closed file must be strict JSON")
-	return evs
+	return tracecheck.Parse(t, data)
 }
 
 // readCrashed parses a trace left by a killed process after repair.

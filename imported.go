@@ -54,28 +54,6 @@ func (s *importState) note(h *slot, rest []slot) {
 	}
 }
 
-// drainImported appends what the source holds to the batches of this
-// pass, starting new batches as they fill. With block false (a recording
-// goroutine helping) it stops when no batch is free; the rest waits for
-// the next pass.
-func (f *flusher) drainImported(block bool) {
-	src := f.imp.src.Load()
-	if src == nil {
-		return
-	}
-	for f.cur != nil {
-		var n int
-		var more bool
-		f.enc.buf, n, more = src.Drain(f.enc.buf, f.batchLimit-len(f.enc.buf))
-		f.pending += n
-		if !more {
-			return
-		}
-		f.send()
-		f.startBatch(block)
-	}
-}
-
 func attachImported(t any, src imported.Source) (int, int64, error) {
 	tr, _ := t.(*Tracer)
 	if tr == nil {

@@ -50,5 +50,5 @@ func (t *Tracer) instant(scope uint8, name string, args []Arg) {
 	if t == nil {
 		return
 	}
-	t.record(kindInstant, scope, catScope{}, name, 0, args)
+	t.record(goroutineID(), kindInstant, scope, catScope{}, name, 0, args)
 }

@@ -29,7 +29,7 @@ type keptEnds struct {
 
 // keepEnd keeps the end, at time at, of the span whose token is id on
 // goroutine gid, which found no room in the buffers.
-func (t *Tracer) keepEnd(gid, id uint64, at int64) {
+func (t *Tracer) keepEnd(gid, id, at uint64) {
 	if !t.recording.Load() {
 		t.lateDrops.Inc() // Close began: it would not be written
 		return
@@ -45,7 +45,7 @@ func (t *Tracer) keepEnd(gid, id uint64, at int64) {
 		t.dropped.Inc()
 		return
 	}
-	k.ends = append(k.ends, slot{num: uint64(at), meta: headMeta(kindEnd, 0, 1, false, gid), n: id})
+	k.ends = append(k.ends, slot{num: at, meta: headMeta(kindEnd, 0, 1, false, gid), n: id})
 }
 
 // takeKeptEnds moves the ends kept aside so far to f.kept, in time order.
@@ -62,6 +62,9 @@ func (f *flusher) takeKeptEnds() {
 	clear(k.ends)
 	k.ends = k.ends[:0]
 	k.mu.Unlock()
+	for i := range f.kept { // those kept in earlier passes too: see timebase.fix
+		f.clock.fix(&f.kept[i])
+	}
 	slices.SortStableFunc(f.kept, func(a, b slot) int {
 		switch {
 		case a.at() < b.at():

@@ -23,7 +23,7 @@ func (t *Tracer) SetGoroutineName(name string) {
 	if t == nil {
 		return
 	}
-	t.record(kindThreadName, 0, catScope{}, name, 0, nil)
+	t.record(goroutineID(), kindThreadName, 0, catScope{}, name, 0, nil)
 }
 
 // SetGoroutineSortIndex sets the calling goroutine's track position in t.
@@ -31,5 +31,5 @@ func (t *Tracer) SetGoroutineSortIndex(index int) {
 	if t == nil {
 		return
 	}
-	t.record(kindThreadSort, 0, catScope{}, "", uint64(index), nil)
+	t.record(goroutineID(), kindThreadSort, 0, catScope{}, "", uint64(index), nil)
 }

@@ -205,6 +205,20 @@ func (f *flusher) writeOldBegins(before int64) {
 	f.writeOldAsyncs(before)
 }
 
+// appendBegins appends a B event for each open span, outermost first; with
+// writtenOnly, only for those whose B event was written already (a new
+// file repeats them).
+func (o *openSpans) appendBegins(enc *encoder, writtenOnly bool) {
+	for _, s := range o.stacks {
+		for i := range *s {
+			if sp := &(*s)[i]; sp.written || !writtenOnly {
+				enc.begin(&sp.start, sp.rest())
+			}
+		}
+	}
+	o.anys.appendAsyncs(enc, writtenOnly)
+}
+
 // unwrite forgets the B events that a failed write lost, so that they are
 // written again (or their spans become X events): an E without its B
 // breaks chrome://tracing. B events are written bottom up, so the spans it

@@ -6,13 +6,14 @@ import "sync/atomic"
 //
 // The package's shared atomic state uses go.uber.org/atomic's types. A
 // few words cannot: a chunk's head, a lane's next token and count of span
-// starts, a token's state. Each is published with storeRelease (see
-// ordering_fast.go), a plain store on amd64 and arm64 where sync/atomic's store
-// is a full fence that costs a span about a tenth of its time, and
-// storeRelease needs the word's address, which the wrapper types do not
-// give. So they are plain uint64s, read and swapped through the functions
-// below, which with ordering_other.go are the only users of sync/atomic in
-// the package.
+// starts, a token's state, and whether the clock reads the CPU's counter
+// (clock.go). A chunk's head is published with storeRelease (see
+// ordering_fast.go), a plain store on amd64 and arm64 where sync/atomic's
+// store is a full fence that costs a span about a tenth of its time; the
+// producer's own words, stored just before it, with storePlain. Both need
+// the word's address, which the wrapper types do not give. So they are
+// plain uint64s, read and swapped through the functions below, which with
+// ordering_other.go are the only users of sync/atomic in the package.
 
 // loadAcquire loads *addr atomically: it sees what storeRelease published
 // there, and every store made before it.

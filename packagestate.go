@@ -82,34 +82,5 @@ func (t *Tracer) adoptDefaults(userCats bool) {
 	}
 	t.flushMu.Lock()
 	defer t.flushMu.Unlock()
-	f := &t.flusher
-	for gid, tn := range names {
-		if tn.hasName {
-			f.auto.program(gid)
-		}
-	}
-	if f.shared != nil { // on lanes, a name is a group's
-		for gid, tn := range names {
-			if tn.hasName {
-				f.shared.setName(gid, tn.name)
-			}
-		}
-		return
-	}
-	if f.traits.window { // a flight recorder's dumps name what it remembers
-		for gid, tn := range names {
-			f.names.adopt(gid, tn)
-		}
-		return
-	}
-	if f.isClosed() || !f.startBatch(true) {
-		return
-	}
-	for gid, tn := range names {
-		f.pending += f.enc.appendTrackName(gid, &tn)
-		if f.names != nil { // rotated files name them again
-			f.names.adopt(gid, tn)
-		}
-	}
-	f.send()
+	t.flusher.nameGoroutines(names)
 }

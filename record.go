@@ -67,12 +67,17 @@ const (
 // Bits of an arg slot's meta.
 const metaHasValue = 1 << 8
 
-func (s *slot) kind() kind       { return kind(s.meta) }
-func (s *slot) flags() uint8     { return uint8(s.meta >> metaFlagsShift) }
-func (s *slot) slots() uint64    { return s.meta >> metaSlotsShift & 0x7f }
-func (s *slot) hasExtra() bool   { return s.meta&metaExtra != 0 }
-func (s *slot) gid() uint64      { return s.meta >> metaGidShift }
-func (s *slot) at() int64        { return int64(s.num) }
+func (s *slot) kind() kind     { return kind(s.meta) }
+func (s *slot) flags() uint8   { return uint8(s.meta >> metaFlagsShift) }
+func (s *slot) slots() uint64  { return s.meta >> metaSlotsShift & 0x7f }
+func (s *slot) hasExtra() bool { return s.meta&metaExtra != 0 }
+func (s *slot) gid() uint64    { return s.meta >> metaGidShift }
+func (s *slot) at() int64 {
+	if s.num&rawDone == 0 { // see timebase.fix
+		return notYet
+	}
+	return int64(s.num &^ rawDone)
+}
 func (s *slot) str() string      { return unsafe.String(s.p, int(uint32(s.n))) }
 func (s *slot) argKind() argKind { return argKind(s.meta) }
 

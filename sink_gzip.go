@@ -124,8 +124,13 @@ func (g *gzipSink) Write(p []byte) (int, error) {
 		g.ratio = max(1, len(chunk)/len(m))
 		if room := pageSize - off%pageSize; g.aligned && int64(len(m)) > room && len(m) <= pageSize {
 			b = appendFiller(b, int(room))
+			off += room
 		}
-		b = append(b, m...)
+		if gap := pageSize - (off+int64(len(m)))%pageSize; g.aligned && gap < int64(minFiller) {
+			b = appendPadded(b, m, int(gap))
+		} else {
+			b = append(b, m...)
+		}
 		off = g.offset + int64(len(b))
 		rest = rest[len(chunk):]
 		g.ends, g.rawEnds = append(g.ends, len(b)), append(g.rawEnds, len(p)-len(rest))
@@ -200,13 +205,10 @@ var fillerHeader = [10]byte{0x1f, 0x8b, 8, 4, 0, 0, 0, 0, 0, 0xff}
 // (SI1 SI2 LEN), the final empty block and the trailer.
 const minFiller = len(fillerHeader) + 2 + 4 + len(finalBlock) + 8
 
-// appendFiller appends an empty gzip member of exactly n bytes, or of
-// n+pageSize bytes when n is too small for one, so that what follows
-// starts on a page boundary.
+// appendFiller appends an empty gzip member of exactly n bytes, at least
+// minFiller, so that what follows starts on a page boundary. No member
+// leaves less before a boundary (see appendPadded).
 func appendFiller(b []byte, n int) []byte {
-	if n < minFiller {
-		n += pageSize
-	}
 	extra := n - minFiller // the subfield's data
 	b = append(b, fillerHeader[:]...)
 	b = binary.LittleEndian.AppendUint16(b, uint16(4+extra))
@@ -215,6 +217,29 @@ func appendFiller(b []byte, n int) []byte {
 	b = append(b, make([]byte, extra)...)
 	b = append(b, finalBlock[:]...)
 	return append(b, make([]byte, 8)...) // CRC-32 and size of nothing
+}
+
+// paddedHeader starts a member padded by appendPadded: gzipHeader with
+// FLG.FNAME set.
+var paddedHeader = [10]byte{0x1f, 0x8b, 8, 8, 0, 0, 0, 0, 0, 0xff}
+
+// appendPadded appends member m made gap bytes longer, so that it ends on
+// a page boundary rather than less than a filler short of one (a filler
+// there would straddle the boundary, and a kill that cuts the file at it
+// would leave a torn member, which makes Perfetto refuse the whole
+// trace). The padding is a file name in the member's header (RFC 1952's
+// FNAME: gap-1 bytes and a zero), which every gzip reader skips and
+// joinGzipMembers drops. gap 0 is no padding.
+func appendPadded(b, m []byte, gap int) []byte {
+	if gap == 0 {
+		return append(b, m...)
+	}
+	b = append(b, paddedHeader[:]...)
+	for range gap - 1 {
+		b = append(b, 'p')
+	}
+	b = append(b, 0)
+	return append(b, m[len(gzipHeader):]...)
 }
 
 // compress returns p as one gzip member, valid until the next call.

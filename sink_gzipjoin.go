@@ -75,7 +75,14 @@ func joinGzipMembers(path string) (err error) {
 			}
 			continue
 		}
-		if head != gzipHeader {
+		headLen := int64(len(head))
+		if head == paddedHeader {
+			name, err := r.ReadBytes(0) // the padding: see appendPadded
+			if err != nil {
+				return fmt.Errorf("member %d: %w", members, err)
+			}
+			headLen += int64(len(name))
+		} else if head != gzipHeader {
 			return fmt.Errorf("member %d: not written by tracer", members)
 		}
 		if zr == nil {
@@ -95,9 +102,9 @@ func joinGzipMembers(path string) (err error) {
 			return fmt.Errorf("member %d: size mismatch", members)
 		}
 		size += uint32(n)
-		// The member's deflate data is [start+10, end-8); copy it without
+		// The member's deflate data is [start+headLen, end-8); copy it without
 		// its final block, checking it ends as gzipSink writes it.
-		body := io.NewSectionReader(in, start+int64(len(head)), pos()-start-int64(len(head)+len(tail)))
+		body := io.NewSectionReader(in, start+headLen, pos()-start-headLen-int64(len(tail)))
 		if err := copyDeflateBody(w, body); err != nil {
 			return fmt.Errorf("member %d: %w", members, err)
 		}

@@ -3,7 +3,6 @@ package tracer
 import (
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -244,62 +243,4 @@ func (r *rotator) takeErrors() []error {
 	errs := r.errs
 	r.errs = nil
 	return errs
-}
-
-// maybeRotate is called by the encoder as it starts batch b. When the
-// current file is full, counting what is queued for it, b becomes an
-// opRotate batch: its end holds the end of the current file, and its
-// buffer starts with the head of the new one. The encoder decides, rather
-// than the writer, because the head holds what only the encoder knows:
-// the goroutine names and the spans still open. Close never rotates, so
-// its last events never go to a new file of their own.
-func (f *flusher) maybeRotate(b *batch) {
-	limit := float64(f.t.opts.sink.maxSize)
-	ratio := math.Float64frombits(f.out.ratio.Load())
-	size := float64(f.fileRaw) * ratio
-	if !f.closing && size >= limit {
-		f.enc.buf = b.end[:0]
-		f.appendEnd()
-		b.end = f.enc.buf
-		f.names.newFile()
-		f.enc.buf = b.buf[:0]
-		f.appendHeader()
-		if f.dropsShown {
-			f.appendDropCounter(nanotime())
-		}
-		f.reopenSpans()
-		b.op, b.headLen = opRotate, len(f.enc.buf)
-		f.fileRaw, size = 0, 0
-	}
-	f.batchLimit = int(min(max((limit-size)/ratio, 16<<10), batchBytes))
-}
-
-// rotate carries out an opRotate batch on the writer goroutine: ends the
-// current file and writes the batch to the new one. If no new file could
-// be started, the current file goes on, and the batch's events are
-// written to it without the new file's head.
-func (w *writer) rotate(b *batch) {
-	errs, err := w.files.cut(b.end)
-	for _, err := range errs {
-		w.fail(err)
-	}
-	if err != nil {
-		w.fail(err)
-		w.write(b, b.buf[b.headLen:])
-		return
-	}
-	w.write(b, b.buf)
-}
-
-// reopenSpans writes again the B events of the spans whose B event is in
-// an earlier file and whose E event is yet to come, outermost first.
-func (f *flusher) reopenSpans() {
-	for _, s := range f.open.stacks {
-		for i := range *s {
-			if o := &(*s)[i]; o.written {
-				f.enc.begin(&o.start, o.rest())
-			}
-		}
-	}
-	f.reopenAsyncs()
 }

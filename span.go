@@ -91,7 +91,7 @@ func (t *Tracer) LongSpan(name string, args ...Arg) func(...Arg) {
 //
 //go:noinline
 func (t *Tracer) startSpan(name string, args []Arg) func(...Arg) {
-	if end := t.record(kindSpan, 0, catScope{}, name, 0, args); end != nil {
+	if end := t.record(goroutineID(), kindSpan, 0, catScope{}, name, 0, args); end != nil {
 		return end
 	}
 	return nop
@@ -99,7 +99,7 @@ func (t *Tracer) startSpan(name string, args []Arg) func(...Arg) {
 
 //go:noinline
 func (t *Tracer) startBegin(name string, args []Arg) func(...Arg) {
-	if end := t.record(kindBegin, 0, catScope{}, name, 0, args); end != nil {
+	if end := t.record(goroutineID(), kindBegin, 0, catScope{}, name, 0, args); end != nil {
 		return end
 	}
 	return nop

@@ -113,9 +113,9 @@ func (l *lane) take(gid uint64) (uint64, func(...Arg)) {
 		b := blocks[i/tokenBlockSize]
 		tok := &b.tokens[i%tokenBlockSize]
 		if starts := l.starts; reusable(loadAcquire(&tok.state), starts) {
-			storeRelease(&tok.state, held(gid)) // the end's CAS orders it
-			storeRelease(&l.next, i+1)
-			storeRelease(&l.starts, starts+1)
+			storePlain(&tok.state, held(gid)) // published with the head; the end's CAS orders it
+			storePlain(&l.next, i+1)
+			storePlain(&l.starts, starts+1)
 			return i, b.ends[i%tokenBlockSize]
 		}
 		i++
@@ -135,7 +135,7 @@ func (s *spanToken) end(args ...Arg) {
 		s.l.t.unmatchedEnd(gid, loadAcquire(&s.state))
 		return
 	}
-	s.l.t.record(kindEnd, 0, catScope{}, "", s.id, args)
+	s.l.t.record(gid, kindEnd, 0, catScope{}, "", s.id, args)
 }
 
 // unmatchedEnd counts an end function called by goroutine gid on a token

@@ -248,7 +248,7 @@ func TestOpenSpansTrim(t *testing.T) {
 		s := o.stack(gid, true)
 		depth := 1 + int(gid%2)
 		for d := range depth {
-			*s = append(*s, openSpan{start: slot{num: gid*10 + uint64(d), meta: headMeta(kindSpan, 0, 1, false, gid)}})
+			*s = append(*s, openSpan{start: slot{num: (gid*10 + uint64(d)) | rawDone, meta: headMeta(kindSpan, 0, 1, false, gid)}})
 			o.count++
 		}
 	}

@@ -119,7 +119,8 @@ func newTracer(s sink, o options) (*Tracer, error) {
 	t.lanes.Store(&empty)
 	t.categories.Store(o.categories)
 	wall := time.Now()
-	t.base = nanotime()
+	chooseClock()
+	t.base = t.flusher.clock.start()
 	t.flusher.init(t, s, wall)
 	if err := t.flusher.writeHeader(); err != nil {
 		return nil, fmt.Errorf("tracer: writing trace header: %w", err)
@@ -128,6 +129,31 @@ func newTracer(s sink, o options) (*Tracer, error) {
 	go t.flusher.out.run()
 	go t.run()
 	return t, nil
+}
+
+// flushHere is Flush on the calling goroutine, with flushMu held: the
+// pass and the wait for the writer give up at the stop timeout, as wait
+// does, and the events not encoded then go out with a later pass.
+func (t *Tracer) flushHere() error {
+	defer t.flushMu.Unlock()
+	f := &t.flusher
+	if f.isClosed() {
+		return ErrClosed
+	}
+	d := t.opts.stopTimeout
+	if d == 0 {
+		f.pass(true)
+		return f.sync()
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	f.giveUp = timer.C
+	complete := f.pass(true)
+	f.giveUp = nil
+	if !complete {
+		return stalled(d)
+	}
+	return f.syncBy(timer.C)
 }
 
 // Flush writes every event recorded before the call and returns once the
@@ -159,8 +185,9 @@ func (t *Tracer) Flush() error {
 	}
 	if t.flushMu.TryLock() {
 		// Nothing is being encoded: encode on this goroutine, whose cache
-		// holds the records it just wrote.
-		return t.wait(flush)
+		// holds the records it just wrote, without a goroutine to wait
+		// for (a Flush in a loop paid more for that than for encoding).
+		return t.flushHere()
 	}
 	return t.wait(func() error {
 		t.flushMu.Lock()

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gotracer/tracer/internal/tracecheck"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -182,13 +183,7 @@ type fileCounts struct{ threadSlices, asyncBegins int }
 
 func countEvents(t *testing.T, data []byte) fileCounts {
 	var c fileCounts
-	for _, line := range bytes.Split(asArray(data), []byte("\n")) {
-		line = bytes.TrimSuffix(bytes.TrimSpace(line), []byte(","))
-		if len(line) == 0 || line[0] != '{' {
-			continue
-		}
-		var e event
-		require.NoError(t, json.Unmarshal(line, &e), "%s", line)
+	for _, e := range tracecheck.ReadBytes(t, data) {
 		switch e.Ph {
 		case "X", "B":
 			c.threadSlices++

@@ -31,6 +31,11 @@ func (t *Tracer) wait(f func() error) error {
 	case err := <-done:
 		return err
 	case <-timer.C:
-		return fmt.Errorf("%w (%v): the sink is stalled", ErrTimeout, d)
+		return stalled(d)
 	}
+}
+
+// stalled is the error of a wait given up after d.
+func stalled(d time.Duration) error {
+	return fmt.Errorf("%w (%v): the sink is stalled", ErrTimeout, d)
 }

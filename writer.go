@@ -254,3 +254,20 @@ func (r *repeatedError) Error() string {
 }
 
 func (r *repeatedError) Unwrap() error { return r.err }
+
+// rotate carries out an opRotate batch on the writer goroutine: ends the
+// current file and writes the batch to the new one. If no new file could
+// be started, the current file goes on, and the batch's events are
+// written to it without the new file's head.
+func (w *writer) rotate(b *batch) {
+	errs, err := w.files.cut(b.end)
+	for _, err := range errs {
+		w.fail(err)
+	}
+	if err != nil {
+		w.fail(err)
+		w.write(b, b.buf[b.headLen:])
+		return
+	}
+	w.write(b, b.buf)
+}

@@ -21,7 +21,7 @@ import (
 	"time"
 
 	"github.com/gotracer/tracer"
-	"github.com/gotracer/tracer/benchmarks/internal/tracefile"
+	"github.com/gotracer/tracer/benchmarks/internal/spancount"
 	"github.com/gotracer/tracer/goruntime"
 	"golang.org/x/exp/trace"
 )
@@ -135,7 +135,7 @@ func BenchmarkPool(b *testing.B) {
 			if st := t.Stats(); st.Dropped+st.Lost > 0 {
 				b.Fatalf("the tracer dropped %d and lost %d events", st.Dropped, st.Lost)
 			}
-			if c, err := tracefile.Count(path, "job"); err != nil || c.Spans != b.N {
+			if c, err := spancount.Count(path, "job"); err != nil || c.Spans != b.N {
 				b.Fatalf("%d of %d job spans in the file (%v)", c.Spans, b.N, err)
 			}
 			b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/job")

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gotracer/tracer/cmd/tracer/internal/trace"
+	"github.com/gotracer/tracer/internal/tracefile"
 	"github.com/stretchr/testify/require"
 )
 
@@ -53,7 +53,7 @@ func BenchmarkCheck(b *testing.B) {
 	path := benchFile(b)
 	defer reportCPU(b, fileSize(b, path), cpuTime())
 	for b.Loop() {
-		problems, _, err := checkFile(path, true, func(p trace.Problem) { b.Log(p) })
+		problems, _, err := checkFile(path, true, func(p tracefile.Problem) { b.Log(p) })
 		require.NoError(b, err)
 		require.Empty(b, problems)
 	}
@@ -83,7 +83,7 @@ func idsFile(b *testing.B) string {
 		tid := i % 8
 		dur := int64(1000 + i*7919%50000)
 		fmt.Fprintf(w, `{"name":"request %d","ph":"X","ts":%s,"dur":%s,"pid":1,"tid":%d},`+"\n",
-			i, trace.AppendMicros(nil, ts[tid]), trace.AppendMicros(nil, dur), tid+1)
+			i, tracefile.AppendMicros(nil, ts[tid]), tracefile.AppendMicros(nil, dur), tid+1)
 		ts[tid] += dur + 500
 	}
 	w.WriteString(`{"name":"end","ph":"i","s":"t","ts":0,"pid":1,"tid":1}` + "\n]\n")
@@ -118,7 +118,7 @@ func BenchmarkCheckDistinctNames(b *testing.B) {
 	defer reportCPU(b, fileSize(b, path), cpuTime())
 	for b.Loop() {
 		var note string
-		problems, _, err := checkFile(path, true, func(p trace.Problem) { b.Log(p) }, &note)
+		problems, _, err := checkFile(path, true, func(p tracefile.Problem) { b.Log(p) }, &note)
 		require.NoError(b, err)
 		require.Empty(b, problems)
 		require.NotEmpty(b, note, "the user is told of the names")

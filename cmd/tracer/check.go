@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/gotracer/tracer/cmd/tracer/internal/trace"
+	"github.com/gotracer/tracer/internal/tracefile"
 )
 
 // runCheck is "tracer check": it reads each file as the viewers do and
@@ -24,7 +25,7 @@ func runCheck(args []string, stdout, stderr io.Writer) error {
 	bad := false
 	for _, path := range fs.Args() {
 		var note string
-		problems, events, err := checkFile(path, *quiet, func(p trace.Problem) {
+		problems, events, err := checkFile(path, *quiet, func(p tracefile.Problem) {
 			fmt.Fprintf(stdout, "%s:%d: %s\n", path, p.Line, p.Msg)
 		}, &note)
 		if err != nil {
@@ -54,9 +55,9 @@ func runCheck(args []string, stdout, stderr io.Writer) error {
 // checkFile checks the file at path, passing each problem to report, and
 // returns the number of problems of each kind and the number of events;
 // note, if not nil, gets what the user should know that is no problem.
-func checkFile(path string, quiet bool, report func(trace.Problem), note ...*string) (map[trace.Kind]int, int64, error) {
-	problems := map[trace.Kind]int{}
-	onProblem := func(p trace.Problem) {
+func checkFile(path string, quiet bool, report func(tracefile.Problem), note ...*string) (map[tracefile.Kind]int, int64, error) {
+	problems := map[tracefile.Kind]int{}
+	onProblem := func(p tracefile.Problem) {
 		problems[p.Kind]++
 		report(p)
 	}
@@ -67,7 +68,7 @@ func checkFile(path string, quiet bool, report func(trace.Problem), note ...*str
 	defer in.Close()
 	a := trace.NewAnalyzer()
 	a.OnProblem = onProblem
-	err = in.each(func(ev *trace.Event) error {
+	err = in.each(func(ev *tracefile.Event) error {
 		a.Add(ev)
 		return nil
 	})
@@ -95,7 +96,7 @@ func plural(n int, word string) string {
 	return word + "s"
 }
 
-func total(m map[trace.Kind]int) int {
+func total(m map[tracefile.Kind]int) int {
 	n := 0
 	for _, c := range m {
 		n += c
@@ -104,12 +105,12 @@ func total(m map[trace.Kind]int) int {
 }
 
 // summary lists the kinds of problems found, most frequent first.
-func summary(m map[trace.Kind]int) string {
-	kinds := make([]trace.Kind, 0, len(m))
+func summary(m map[tracefile.Kind]int) string {
+	kinds := make([]tracefile.Kind, 0, len(m))
 	for k := range m {
 		kinds = append(kinds, k)
 	}
-	slices.SortFunc(kinds, func(a, b trace.Kind) int {
+	slices.SortFunc(kinds, func(a, b tracefile.Kind) int {
 		if m[a] != m[b] {
 			return m[b] - m[a]
 		}

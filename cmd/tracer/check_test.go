@@ -9,6 +9,7 @@ import (
 
 	"github.com/gotracer/tracer"
 	"github.com/gotracer/tracer/cmd/tracer/internal/trace"
+	"github.com/gotracer/tracer/internal/tracefile"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -23,15 +24,15 @@ func TestCheckBroken(t *testing.T) {
 		name    string
 		content string
 		line    int
-		kind    trace.Kind
+		kind    tracefile.Kind
 	}{
-		{"syntax", "[\n" + ev + ",\n" + `{"name":"a","ph":"X","ts":1,,"pid":1},` + "\n" + ev + ",\n", 3, trace.KindSyntax},
-		{"torn last line", "[\n" + ev + ",\n" + `{"name":"a","ph":"X","t`, 3, trace.KindTorn},
-		{"invalid UTF-8", "[\n" + `{"name":"caf` + "\xe9" + `","ph":"i","ts":1,"pid":1,"tid":1}` + ",\n", 2, trace.KindUTF8},
-		{"control character", "[\n" + ev + ",\n" + `{"name":"a` + "\x07" + `","ph":"i","ts":1,"pid":1,"tid":1}` + ",\n", 3, trace.KindStrict},
-		{"raw newline in a string", "[" + `{"name":"a` + "\n" + `b","ph":"X","ts":1,"dur":1,"pid":1,"tid":1}` + "]", 1, trace.KindStrict},
-		{"comma before } in args", "[\n" + `{"name":"a","ph":"X","ts":1,"dur":1,"pid":1,"tid":1,"args":{"k":1,}}` + "\n]", 2, trace.KindStrict},
-		{"systemTraceEvents not a string", `{"traceEvents":[` + ev + `],` + "\n" + `"systemTraceEvents":{}}`, 2, trace.KindFraming},
+		{"syntax", "[\n" + ev + ",\n" + `{"name":"a","ph":"X","ts":1,,"pid":1},` + "\n" + ev + ",\n", 3, tracefile.KindSyntax},
+		{"torn last line", "[\n" + ev + ",\n" + `{"name":"a","ph":"X","t`, 3, tracefile.KindTorn},
+		{"invalid UTF-8", "[\n" + `{"name":"caf` + "\xe9" + `","ph":"i","ts":1,"pid":1,"tid":1}` + ",\n", 2, tracefile.KindUTF8},
+		{"control character", "[\n" + ev + ",\n" + `{"name":"a` + "\x07" + `","ph":"i","ts":1,"pid":1,"tid":1}` + ",\n", 3, tracefile.KindStrict},
+		{"raw newline in a string", "[" + `{"name":"a` + "\n" + `b","ph":"X","ts":1,"dur":1,"pid":1,"tid":1}` + "]", 1, tracefile.KindStrict},
+		{"comma before } in args", "[\n" + `{"name":"a","ph":"X","ts":1,"dur":1,"pid":1,"tid":1,"args":{"k":1,}}` + "\n]", 2, tracefile.KindStrict},
+		{"systemTraceEvents not a string", `{"traceEvents":[` + ev + `],` + "\n" + `"systemTraceEvents":{}}`, 2, tracefile.KindFraming},
 		{"legacy T event", "[\n" + ev + ",\n" + `{"name":"op","cat":"c","ph":"T","id":1,"ts":2,"pid":1,"tid":1}` + "\n]", 3, trace.KindPhase},
 		{"S without id", "[\n" + ev + ",\n" + `{"name":"op","cat":"c","ph":"S","ts":2,"pid":1,"tid":1}` + "\n]", 3, trace.KindAsync},
 		{"X without pid", "[\n" + ev + ",\n" + `{"name":"a","ph":"X","ts":1,"dur":1,"tid":1}` + "\n]", 3, trace.KindPid},
@@ -41,8 +42,8 @@ func TestCheckBroken(t *testing.T) {
 		{"negative ts", "[\n" + ev + ",\n" + `{"name":"a","ph":"X","ts":-5,"dur":1,"pid":1,"tid":1}` + "\n]", 3, trace.KindTS},
 		{"ts a string of no number", "[\n" + ev + ",\n" + `{"name":"a","ph":"X","ts":"+5","dur":1,"pid":1,"tid":1}` + "\n]", 3, trace.KindTS},
 		{"deeper than 512", "[\n" + strings.Repeat(`{"name":"r","ph":"B","ts":1,"pid":1,"tid":1},`+"\n", 600) + strings.Repeat(`{"name":"r","ph":"E","ts":2,"pid":1,"tid":1},`+"\n", 600), 89, trace.KindDepth}, // the B of the slice 513 levels high
-		{"no [{ at the start", "[" + strings.Repeat(" ", 200) + ev + "]", 1, trace.KindDetect},
-		{"only [", "[\n", 1, trace.KindDetect},
+		{"no [{ at the start", "[" + strings.Repeat(" ", 200) + ev + "]", 1, tracefile.KindDetect},
+		{"only [", "[\n", 1, tracefile.KindDetect},
 		{"negative pid", "[\n" + `{"name":"a","ph":"i","ts":1,"pid":-1,"tid":1}` + "\n]", 2, trace.KindIDs},
 		{"tid above 2^32", "[\n" + ev + ",\n" + `{"name":"a","ph":"i","ts":1,"pid":1,"tid":4294967296}` + "\n]", 3, trace.KindIDs},
 		{"E without B", "[\n" + ev + ",\n" + `{"name":"a","ph":"E","ts":5,"pid":1,"tid":1}` + "\n]", 3, trace.KindNesting},
@@ -56,20 +57,20 @@ func TestCheckBroken(t *testing.T) {
 		{"no phase", "[\n" + ev + ",\n" + `{"name":"a","ts":2,"pid":1,"tid":1}` + "\n]", 3, trace.KindPhase},
 		{"no ts", "[\n" + ev + ",\n" + `{"name":"a","ph":"i","pid":1,"tid":1}` + "\n]", 3, trace.KindTS},
 		{"counter with a string", "[\n" + ev + ",\n" + `{"name":"c","ph":"C","ts":2,"pid":1,"args":{"v":"1x"}}` + "\n]", 3, trace.KindCounter},
-		{"missing comma", "[\n" + ev + "\n" + ev + "\n]", 3, trace.KindFraming},
-		{"comma before ]", "[\n" + ev + ",\n]", 3, trace.KindFraming},
-		{"text after the array", "[\n" + ev + "\n]\nxyz", 4, trace.KindFraming},
-		{"unterminated traceEvents", `{"traceEvents":[` + "\n" + ev + ",\n", 3, trace.KindFraming},
-		{"not a trace", "hello", 1, trace.KindNotJSON},
-		{"byte order mark", "\xef\xbb\xbf[\n" + ev + "\n]", 1, trace.KindFraming},
-		{"empty", "", 1, trace.KindFraming},
+		{"missing comma", "[\n" + ev + "\n" + ev + "\n]", 3, tracefile.KindFraming},
+		{"comma before ]", "[\n" + ev + ",\n]", 3, tracefile.KindFraming},
+		{"text after the array", "[\n" + ev + "\n]\nxyz", 4, tracefile.KindFraming},
+		{"unterminated traceEvents", `{"traceEvents":[` + "\n" + ev + ",\n", 3, tracefile.KindFraming},
+		{"not a trace", "hello", 1, tracefile.KindNotJSON},
+		{"byte order mark", "\xef\xbb\xbf[\n" + ev + "\n]", 1, tracefile.KindFraming},
+		{"empty", "", 1, tracefile.KindFraming},
 	}
 	dir := t.TempDir()
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			path := writeFile(t, dir, strings.ReplaceAll(tt.name, " ", "_")+".json", tt.content)
-			var got []trace.Problem
-			problems, _, err := checkFile(path, true, func(p trace.Problem) { got = append(got, p) })
+			var got []tracefile.Problem
+			problems, _, err := checkFile(path, true, func(p tracefile.Problem) { got = append(got, p) })
 			require.NoError(t, err)
 			require.NotEmpty(t, got, "case %d", i)
 			assert.Equal(t, tt.kind, got[0].Kind, "%v", got)
@@ -105,8 +106,8 @@ func TestCheckAccepts(t *testing.T) {
 	for name, content := range tests {
 		t.Run(name, func(t *testing.T) {
 			path := writeFile(t, dir, strings.ReplaceAll(name, " ", "_")+".json", content)
-			var got []trace.Problem
-			_, _, err := checkFile(path, true, func(p trace.Problem) { got = append(got, p) })
+			var got []tracefile.Problem
+			_, _, err := checkFile(path, true, func(p tracefile.Problem) { got = append(got, p) })
 			require.NoError(t, err)
 			assert.Empty(t, got)
 		})
@@ -129,23 +130,23 @@ func TestCheckLibraryFiles(t *testing.T) {
 	require.NoError(t, err)
 	require.NotEmpty(t, rotatedSet)
 	type expect struct {
-		want    trace.Kind   // must be found, if not ""
-		allowed []trace.Kind // may be found
+		want    tracefile.Kind   // must be found, if not ""
+		allowed []tracefile.Kind // may be found
 	}
-	partial := []trace.Kind{trace.KindFlow}
+	partial := []tracefile.Kind{trace.KindFlow}
 	files := map[string]expect{
 		generate(t, filepath.Join(dir, "closed.json"), 1<<20):    {},
 		generate(t, filepath.Join(dir, "closed.json.gz"), 1<<20): {},
 		rotated:       {allowed: partial},
 		rotatedSet[0]: {allowed: partial},
 		crashed(t, filepath.Join(dir, "crashed.json")):                {allowed: partial},
-		crashed(t, filepath.Join(dir, "crashed.json.gz")):             {want: trace.KindMembers, allowed: partial},
-		cut(t, generate(t, filepath.Join(dir, "cut.json.gz"), 1<<20)): {want: trace.KindGzip, allowed: append(partial, trace.KindTorn)}, // a cut member also cuts the event it was in
+		crashed(t, filepath.Join(dir, "crashed.json.gz")):             {want: tracefile.KindMembers, allowed: partial},
+		cut(t, generate(t, filepath.Join(dir, "cut.json.gz"), 1<<20)): {want: tracefile.KindGzip, allowed: append(partial, tracefile.KindTorn)}, // a cut member also cuts the event it was in
 	}
 	for path, e := range files {
 		t.Run(filepath.Base(path), func(t *testing.T) {
-			var got []trace.Problem
-			problems, events, err := checkFile(path, true, func(p trace.Problem) { got = append(got, p) })
+			var got []tracefile.Problem
+			problems, events, err := checkFile(path, true, func(p tracefile.Problem) { got = append(got, p) })
 			require.NoError(t, err)
 			assert.Positive(t, events)
 			if e.want == "" && len(e.allowed) == 0 {
@@ -158,7 +159,7 @@ func TestCheckLibraryFiles(t *testing.T) {
 				assert.NotZero(t, problems[e.want], "%v", got)
 			}
 			for k := range problems {
-				assert.Contains(t, append([]trace.Kind{e.want}, e.allowed...), k, "%v", got)
+				assert.Contains(t, append([]tracefile.Kind{e.want}, e.allowed...), k, "%v", got)
 			}
 		})
 	}

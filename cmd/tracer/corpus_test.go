@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gotracer/tracer/cmd/tracer/internal/trace"
 	"github.com/gotracer/tracer/internal/tracecheck"
+	"github.com/gotracer/tracer/internal/tracefile"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -104,7 +104,7 @@ func TestOtherToolsCorpus(t *testing.T) {
 		v, ok := want[name]
 		require.True(t, ok, "%s has no recorded verdict", name)
 		var said []string
-		_, _, err := checkFile(p, true, func(pr trace.Problem) { said = append(said, pr.Msg) })
+		_, _, err := checkFile(p, true, func(pr tracefile.Problem) { said = append(said, pr.Msg) })
 		require.NoError(t, err)
 		if (len(said) == 0) == v.clean() {
 			agree++

@@ -6,7 +6,7 @@ import (
 	"io"
 	"math"
 
-	"github.com/gotracer/tracer/cmd/tracer/internal/trace"
+	"github.com/gotracer/tracer/internal/tracefile"
 )
 
 // runCut is "tracer cut".
@@ -41,7 +41,7 @@ func runCut(args []string, stdout, stderr io.Writer) error {
 		c.to = math.MaxInt64
 	}
 	path := fs.Arg(0)
-	in, err := openInput(path, *quiet, func(trace.Problem) {})
+	in, err := openInput(path, *quiet, func(tracefile.Problem) {})
 	if err != nil {
 		return err
 	}
@@ -51,7 +51,7 @@ func runCut(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	c.out = o
-	if err := in.each(func(ev *trace.Event) error { c.event(ev); return o.err }); err != nil {
+	if err := in.each(func(ev *tracefile.Event) error { c.event(ev); return o.err }); err != nil {
 		o.Abort()
 		return fmt.Errorf("%s: %w", path, err)
 	}
@@ -90,7 +90,7 @@ type cutter struct {
 type pendingSpan struct {
 	raw         []byte
 	ts          int64
-	tsSpan      trace.Span
+	tsSpan      tracefile.Span
 	keep        bool // it passes the name and category filters
 	ph          byte
 	name, catID string
@@ -98,11 +98,11 @@ type pendingSpan struct {
 
 // passes reports whether ev belongs to the processes and threads asked
 // for, and, for what has a name, to the names and categories.
-func (c *cutter) passes(ev *trace.Event, named bool) bool {
-	if c.pid >= 0 && (ev.Pid.Kind != trace.NumInt || ev.Pid.Int != c.pid) {
+func (c *cutter) passes(ev *tracefile.Event, named bool) bool {
+	if c.pid >= 0 && (ev.Pid.Kind != tracefile.NumInt || ev.Pid.Int != c.pid) {
 		return false
 	}
-	if c.tid >= 0 && ev.Phase() != 'M' && ev.Phase() != 'C' && (ev.Tid.Kind != trace.NumInt || ev.Tid.Int != c.tid) {
+	if c.tid >= 0 && ev.Phase() != 'M' && ev.Phase() != 'C' && (ev.Tid.Kind != tracefile.NumInt || ev.Tid.Int != c.tid) {
 		return false
 	}
 	if named && len(c.name) > 0 && !bytes.Equal(ev.Name.Raw, c.name) {
@@ -115,7 +115,7 @@ func (c *cutter) passes(ev *trace.Event, named bool) bool {
 }
 
 // event takes one event of the input.
-func (c *cutter) event(ev *trace.Event) {
+func (c *cutter) event(ev *tracefile.Event) {
 	if ev.HasTS {
 		end := ev.TS
 		if ev.HasDur {
@@ -126,7 +126,7 @@ func (c *cutter) event(ev *trace.Event) {
 	track := string(ev.Pid.Raw) + "\x00" + string(ev.Tid.Raw)
 	switch ph := ev.Phase(); ph {
 	case 'M':
-		if c.passes(ev, false) && (c.tid < 0 || ev.Tid.Kind != trace.NumInt || ev.Tid.Int == c.tid || ev.Tid.Int == 0) {
+		if c.passes(ev, false) && (c.tid < 0 || ev.Tid.Kind != tracefile.NumInt || ev.Tid.Int == c.tid || ev.Tid.Int == 0) {
 			c.out.event(ev.Raw) // the names and order of the tracks
 		}
 	case 'X':
@@ -143,7 +143,7 @@ func (c *cutter) event(ev *trace.Event) {
 		b := s[len(s)-1]
 		c.open[track] = s[:len(s)-1]
 		if b.keep {
-			c.span(b.raw, b.ts, ev.TS, b.tsSpan, trace.Span{}, 'B')
+			c.span(b.raw, b.ts, ev.TS, b.tsSpan, tracefile.Span{}, 'B')
 		}
 	case 'b':
 		k := string(ev.Pid.Raw) + "\x00" + string(ev.Cat.Raw) + "\x00" + string(ev.ID) + "\x00" + string(ev.Name.Raw)
@@ -195,7 +195,7 @@ func (c *cutter) event(ev *trace.Event) {
 
 // span writes the span [start, end) that raw begins, clipped to the
 // window, as an X event, if it overlaps it. ph is its phase in raw.
-func (c *cutter) span(raw []byte, start, end int64, tsSpan, durSpan trace.Span, ph byte) {
+func (c *cutter) span(raw []byte, start, end int64, tsSpan, durSpan tracefile.Span, ph byte) {
 	if end < c.from || start > c.to || end == c.from && start < c.from || !tsSpan.Valid() {
 		return // outside, or touching the window's start only
 	}
@@ -203,8 +203,8 @@ func (c *cutter) span(raw []byte, start, end int64, tsSpan, durSpan trace.Span, 
 	if s != start || e != end {
 		c.clipped++
 	}
-	edits := []edit{{tsSpan, trace.AppendMicros(nil, s)}}
-	dur := trace.AppendMicros(nil, e-s)
+	edits := []edit{{tsSpan, tracefile.AppendMicros(nil, s)}}
+	dur := tracefile.AppendMicros(nil, e-s)
 	if ph == 'X' && durSpan.Valid() {
 		edits = append(edits, edit{durSpan, dur})
 	} else {
@@ -213,18 +213,18 @@ func (c *cutter) span(raw []byte, start, end int64, tsSpan, durSpan trace.Span, 
 		if i < 0 {
 			return
 		}
-		edits = append(edits, edit{trace.Span{Start: i, End: i + len(`"ph":"B"`)}, []byte(`"ph":"X"`)})
-		edits = append(edits, edit{trace.Span{Start: tsSpan.End, End: tsSpan.End}, append([]byte(`,"dur":`), dur...)})
+		edits = append(edits, edit{tracefile.Span{Start: i, End: i + len(`"ph":"B"`)}, []byte(`"ph":"X"`)})
+		edits = append(edits, edit{tracefile.Span{Start: tsSpan.End, End: tsSpan.End}, append([]byte(`,"dur":`), dur...)})
 	}
 	c.out.event(applyEdits(nil, raw, edits))
 }
 
 // retime returns raw with its ts set to ts.
-func (c *cutter) retime(raw []byte, tsSpan trace.Span, ts int64) []byte {
+func (c *cutter) retime(raw []byte, tsSpan tracefile.Span, ts int64) []byte {
 	if !tsSpan.Valid() {
 		return raw
 	}
-	return applyEdits(nil, raw, []edit{{tsSpan, trace.AppendMicros(nil, ts)}})
+	return applyEdits(nil, raw, []edit{{tsSpan, tracefile.AppendMicros(nil, ts)}})
 }
 
 // finish writes what waits for the end of the input: the spans still
@@ -236,7 +236,7 @@ func (c *cutter) finish() {
 	for _, s := range c.open {
 		for _, b := range s {
 			if b.keep {
-				c.span(b.raw, b.ts, end, b.tsSpan, trace.Span{}, 'B')
+				c.span(b.raw, b.ts, end, b.tsSpan, tracefile.Span{}, 'B')
 			}
 		}
 	}

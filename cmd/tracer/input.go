@@ -3,32 +3,32 @@ package main
 import (
 	"io"
 
-	"github.com/gotracer/tracer/cmd/tracer/internal/trace"
+	"github.com/gotracer/tracer/internal/tracefile"
 )
 
 // An input is a trace file being read: its Source (file and gzip), its
 // Reader (events) and its progress bar.
 type input struct {
-	src  *trace.Source
-	r    *trace.Reader
+	src  *tracefile.Source
+	r    *tracefile.Reader
 	prog *progress
 }
 
 // openInput opens path for reading events, reporting problems to
 // onProblem (which may be nil).
-func openInput(path string, quiet bool, onProblem func(trace.Problem)) (*input, error) {
-	src, err := trace.Open(path)
+func openInput(path string, quiet bool, onProblem func(tracefile.Problem)) (*input, error) {
+	src, err := tracefile.Open(path)
 	if err != nil {
 		return nil, err
 	}
-	r := trace.NewReader(src.Reader())
+	r := tracefile.NewReader(src.Reader())
 	r.OnProblem = onProblem
 	return &input{src: src, r: r, prog: newProgress(path, src.Size, quiet, src.Done)}, nil
 }
 
 // each calls f for every event of the input, then reports what is wrong
 // with its gzip framing, if anything.
-func (in *input) each(f func(*trace.Event) error) error {
+func (in *input) each(f func(*tracefile.Event) error) error {
 	defer in.prog.finish()
 	for {
 		ev, err := in.r.Next()

@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gotracer/tracer/cmd/tracer/internal/trace"
+	"github.com/gotracer/tracer/internal/tracefile"
 )
 
 // remapBase is the first pid given to a process whose pid another file
@@ -154,7 +154,7 @@ func planMerge(paths []string, offs offsets) ([]*mergeFile, int64, error) {
 
 // readAnchor reads the first events of f for its anchor.
 func readAnchor(f *mergeFile) error {
-	a, err := trace.ReadAnchor(f.path)
+	a, err := tracefile.ReadAnchor(f.path)
 	f.pid, f.anchor, f.hasAnchor = a.Pid, a.UnixNS, a.OK
 	return err
 }
@@ -190,7 +190,7 @@ type merger struct {
 
 // An edit replaces a span of an event's text.
 type edit struct {
-	span trace.Span
+	span tracefile.Span
 	with []byte
 }
 
@@ -210,9 +210,9 @@ func applyEdits(b, raw []byte, edits []edit) []byte {
 // merge writes the events of f.
 func (m *merger) merge(f *mergeFile) error {
 	var skipped int
-	in, err := openInput(f.path, m.quiet, func(p trace.Problem) {
+	in, err := openInput(f.path, m.quiet, func(p tracefile.Problem) {
 		switch p.Kind {
-		case trace.KindSyntax, trace.KindTorn, trace.KindGzip:
+		case tracefile.KindSyntax, tracefile.KindTorn, tracefile.KindGzip:
 			skipped++
 			fmt.Fprintf(m.report, "%s:%d: skipped: %s\n", f.path, p.Line, p.Msg)
 		}
@@ -228,7 +228,7 @@ func (m *merger) merge(f *mergeFile) error {
 		}
 	}
 	pids := map[int64]int64{} // this file's pids -> output pids
-	err = in.each(func(ev *trace.Event) error {
+	err = in.each(func(ev *tracefile.Event) error {
 		m.event(f, ev, pids)
 		return m.out.err
 	})
@@ -270,11 +270,11 @@ func (m *merger) pidFor(f *mergeFile, pid int64, pids map[int64]int64) (out int6
 }
 
 // event writes ev, from f, shifted in time and with its pid remapped.
-func (m *merger) event(f *mergeFile, ev *trace.Event, pids map[int64]int64) {
+func (m *merger) event(f *mergeFile, ev *tracefile.Event, pids map[int64]int64) {
 	ph := ev.Phase()
 	isProcessName := ph == 'M' && string(ev.Name.Raw) == "process_name"
 	pid, remapped := int64(0), false
-	if ev.Pid.Kind == trace.NumInt {
+	if ev.Pid.Kind == tracefile.NumInt {
 		var isNew bool
 		pid, isNew = m.pidFor(f, ev.Pid.Int, pids)
 		remapped = pid != ev.Pid.Int
@@ -289,7 +289,7 @@ func (m *merger) event(f *mergeFile, ev *trace.Event, pids map[int64]int64) {
 	}
 	edits := m.edits[:0]
 	if f.offset != 0 && ev.TSSpan.Valid() && ph != 'M' {
-		edits = append(edits, edit{ev.TSSpan, trace.AppendMicros(nil, ev.TS+f.offset)})
+		edits = append(edits, edit{ev.TSSpan, tracefile.AppendMicros(nil, ev.TS+f.offset)})
 	}
 	if remapped && ev.PidSpan.Valid() {
 		edits = append(edits, edit{ev.PidSpan, strconv.AppendInt(nil, pid, 10)})
@@ -333,7 +333,7 @@ func (m *merger) processName(pid int64, name string) {
 // ev is a B event that an earlier file of the group holds already: a
 // rotated file starts with the B events of the spans still open, so that
 // it opens alone in the viewers.
-func (m *merger) rotatedDup(f *mergeFile, ev *trace.Event, ph byte) bool {
+func (m *merger) rotatedDup(f *mergeFile, ev *tracefile.Event, ph byte) bool {
 	k := f.group + "\x00" + string(ev.Tid.Raw)
 	if ph == 'E' {
 		if s := m.open[k]; len(s) > 0 {

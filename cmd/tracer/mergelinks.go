@@ -3,7 +3,7 @@ package main
 import (
 	"bytes"
 
-	"github.com/gotracer/tracer/cmd/tracer/internal/trace"
+	"github.com/gotracer/tracer/internal/tracefile"
 	"github.com/gotracer/tracer/internal/traceparent"
 )
 
@@ -24,7 +24,7 @@ import (
 // "goroutine" (spans drawn on lanes, see tracer.WithLanes, carry their
 // goroutine's id) becomes "goroutine.in", as its traceparent is
 // "traceparent.in".
-func linkEdits(edits []edit, ev *trace.Event, ph byte) []edit {
+func linkEdits(edits []edit, ev *tracefile.Event, ph byte) []edit {
 	e, ok := linkEdit(ev, ph)
 	if !ok {
 		return edits
@@ -33,7 +33,7 @@ func linkEdits(edits []edit, ev *trace.Event, ph byte) []edit {
 	if g := ev.Arg("goroutine"); g != nil && bytes.HasSuffix(e.with, []byte(`"flow_in":true`)) {
 		key := len(`"goroutine":`)
 		if at := g.Span.Start - key; at >= 0 && string(ev.Raw[at:g.Span.Start]) == `"goroutine":` {
-			edits = append(edits, edit{trace.Span{Start: at, End: g.Span.Start}, []byte(`"goroutine.in":`)})
+			edits = append(edits, edit{tracefile.Span{Start: at, End: g.Span.Start}, []byte(`"goroutine.in":`)})
 		}
 	}
 	return edits
@@ -41,7 +41,7 @@ func linkEdits(edits []edit, ev *trace.Event, ph byte) []edit {
 
 // linkEdit returns the edit that binds ev, a span with a link arg, to the
 // other end of its link, and false for any other event.
-func linkEdit(ev *trace.Event, ph byte) (edit, bool) {
+func linkEdit(ev *tracefile.Event, ph byte) (edit, bool) {
 	if (ph != 'X' && ph != 'B') || !ev.TSSpan.Valid() || len(ev.Args) == 0 {
 		return edit{}, false
 	}
@@ -54,7 +54,7 @@ func linkEdit(ev *trace.Event, ph byte) (edit, bool) {
 		if !ok || bytes.Contains(ev.Raw, []byte(`"bind_id"`)) {
 			return edit{}, false
 		}
-		at := trace.Span{Start: ev.TSSpan.End, End: ev.TSSpan.End} // inserted after ts
+		at := tracefile.Span{Start: ev.TSSpan.End, End: ev.TSSpan.End} // inserted after ts
 		return edit{at, []byte(`,"bind_id":"` + traceparent.BindID(parent) + `","` + dir.field + `":true`)}, true
 	}
 	return edit{}, false

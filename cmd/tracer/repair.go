@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/gotracer/tracer/cmd/tracer/internal/trace"
+	"github.com/gotracer/tracer/internal/tracefile"
 )
 
 // runRepair is "tracer repair".
@@ -64,22 +65,22 @@ func repairedName(path string) string {
 func repair(path, dst string, closeOpen, inPlace, quiet bool, stdout, report io.Writer) error {
 	var dropped, fixed, rewritten, problems int
 	notJSON := ""
-	in, err := openInput(path, quiet, func(p trace.Problem) {
+	in, err := openInput(path, quiet, func(p tracefile.Problem) {
 		problems++
 		switch p.Kind {
-		case trace.KindNotJSON:
+		case tracefile.KindNotJSON:
 			notJSON = p.Msg
-		case trace.KindSyntax, trace.KindTorn:
+		case tracefile.KindSyntax, tracefile.KindTorn:
 			dropped++
 			fmt.Fprintf(report, "%s:%d: dropped: %s\n", path, p.Line, p.Msg)
-		case trace.KindGzip:
+		case tracefile.KindGzip:
 			fmt.Fprintf(report, "%s: %s\n", path, p.Msg)
-		case trace.KindFraming:
+		case tracefile.KindFraming:
 			// The output is framed anew: commas, brackets, nothing after.
 			fmt.Fprintf(report, "%s:%d: fixed: %s\n", path, p.Line, p.Msg)
-		case trace.KindUTF8:
+		case tracefile.KindUTF8:
 			fixed++
-		case trace.KindStrict:
+		case tracefile.KindStrict:
 			// The event is kept, rewritten as JSON.
 			rewritten++
 			fmt.Fprintf(report, "%s:%d: fixed: %s\n", path, p.Line, p.Msg)
@@ -95,7 +96,7 @@ func repair(path, dst string, closeOpen, inPlace, quiet bool, stdout, report io.
 		return err
 	}
 	a := trace.NewAnalyzer()
-	err = in.each(func(ev *trace.Event) error {
+	err = in.each(func(ev *tracefile.Event) error {
 		a.Add(ev)
 		raw := ev.Raw
 		if ev.BadUTF8 >= 0 {
@@ -142,7 +143,7 @@ func repair(path, dst string, closeOpen, inPlace, quiet bool, stdout, report io.
 		did = append(did, fmt.Sprintf("replaced invalid UTF-8 in %d events", fixed))
 	}
 	if closed > 0 {
-		did = append(did, fmt.Sprintf("closed %d open spans at ts %s", closed, trace.AppendMicros(nil, a.MaxTS)))
+		did = append(did, fmt.Sprintf("closed %d open spans at ts %s", closed, tracefile.AppendMicros(nil, a.MaxTS)))
 	} else if open := len(a.Open()); open > 0 {
 		did = append(did, fmt.Sprintf("left %d spans open (-close-open ends them)", open))
 	}
@@ -161,7 +162,7 @@ func endEvent(s trace.OpenSpan, ts int64) []byte {
 	name, _ := json.Marshal(s.Name) // a string marshals
 	b := append([]byte(`{"name":`), name...)
 	b = append(b, `,"ph":"E","ts":`...)
-	b = trace.AppendMicros(b, ts)
+	b = tracefile.AppendMicros(b, ts)
 	if s.Pid.Raw != nil {
 		b = append(b, `,"pid":`...)
 		b = append(b, s.Pid.Raw...)

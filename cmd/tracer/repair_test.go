@@ -12,6 +12,7 @@ import (
 
 	"github.com/gotracer/tracer/cmd/tracer/internal/trace"
 	"github.com/gotracer/tracer/internal/tracecheck"
+	"github.com/gotracer/tracer/internal/tracefile"
 	"github.com/klauspost/compress/gzip"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -120,7 +121,7 @@ func TestRepairCrashed(t *testing.T) {
 		// after the cut (a span is written when it ends, or as a B event
 		// once it is older than a flush interval): repair cannot bring
 		// that span back, and check may say so. Nothing else may be wrong.
-		problems, _, err := checkFile(out, true, func(trace.Problem) {})
+		problems, _, err := checkFile(out, true, func(tracefile.Problem) {})
 		require.NoError(t, err)
 		for k := range problems {
 			assert.Equal(t, trace.KindFlow, k, "%v", problems)

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/gotracer/tracer/cmd/tracer/internal/trace"
+	"github.com/gotracer/tracer/internal/tracefile"
 )
 
 // A shape says how genTrace lays out and writes the spans of a trace,
@@ -126,7 +126,7 @@ func genTrace(r *rand.Rand, sh shape) (string, []genSpan) {
 		text string
 	}
 	var evs []ev
-	ts := func(ns int64) string { return string(trace.AppendMicros(nil, ns)) }
+	ts := func(ns int64) string { return string(tracefile.AppendMicros(nil, ns)) }
 	for i, sp := range spans {
 		id := fmt.Sprintf(`"pid":%d,"tid":%d`, sp.pid, sp.tid)
 		// At one time, the producer writes the Es first, innermost first,

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gotracer/tracer/cmd/tracer/internal/trace"
+	"github.com/gotracer/tracer/internal/tracefile"
 )
 
 // Stats is what "tracer stats -json" prints. Durations and times are in
@@ -129,15 +130,15 @@ func runStats(args []string, stdout, stderr io.Writer) error {
 // sorted by total time and tracks by busy time.
 func computeStats(path string, quiet bool) (*Stats, error) {
 	problems := 0
-	in, err := openInput(path, quiet, func(trace.Problem) { problems++ })
+	in, err := openInput(path, quiet, func(tracefile.Problem) { problems++ })
 	if err != nil {
 		return nil, err
 	}
 	defer in.Close()
 	a := trace.NewAnalyzer()
 	a.Stats = true
-	a.OnProblem = func(trace.Problem) { problems++ }
-	if err := in.each(func(ev *trace.Event) error { a.Add(ev); return nil }); err != nil {
+	a.OnProblem = func(tracefile.Problem) { problems++ }
+	if err := in.each(func(ev *tracefile.Event) error { a.Add(ev); return nil }); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	open := 0

@@ -33,3 +33,42 @@ func TestAppenders(t *testing.T) {
 	assert.NoError(t, json.Unmarshal(long, &s))
 	assert.Contains(t, s, "…[truncated ")
 }
+
+// TestTimestamps checks Timestamps against Micros on runs of nearby times,
+// across millisecond and digit-count boundaries, and on times that jump
+// back and forth.
+func TestTimestamps(t *testing.T) {
+	var ts Timestamps
+	check := func(ns int64) {
+		t.Helper()
+		if got, want := string(ts.Append([]byte("x"), ns)), "x"+string(Micros(nil, ns)); got != want {
+			t.Fatalf("Append(%d) = %q, want %q", ns, got, want)
+		}
+	}
+	for _, start := range []int64{-2000, 0, 999_000, 9_999_000, 99_999_999_000, math.MaxInt64 - 5e6} {
+		for ns := start; ns < start+3e6 && ns >= start; ns += 977 {
+			check(ns)
+		}
+	}
+	for _, ns := range []int64{5e9, 1e6, 5e9 + 1, 999_999, 1e6 - 1, 1e6, 1_000_000_000_000, 7} {
+		check(ns)
+	}
+}
+
+// FuzzTimestamps checks Timestamps against Micros on any two times in a
+// row.
+func FuzzTimestamps(f *testing.F) {
+	f.Add(int64(1_234_567), int64(1_234_999))
+	f.Add(int64(999_999), int64(1_000_000))
+	f.Fuzz(func(t *testing.T, a, b int64) {
+		if a == math.MinInt64 || b == math.MinInt64 {
+			return // not a time the tracer can take
+		}
+		var ts Timestamps
+		for _, ns := range []int64{a, b, a} {
+			if got, want := string(ts.Append(nil, ns)), string(Micros(nil, ns)); got != want {
+				t.Fatalf("Append(%d) = %q, want %q", ns, got, want)
+			}
+		}
+	})
+}

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gotracer/tracer/internal/tracefile"
 	"github.com/stretchr/testify/require"
 )
 
@@ -47,35 +48,50 @@ func (e Event) Local() string {
 // file is the array behind as many spaces.
 const objectHead = `{"displayTimeUnit":"ns","traceEvents":`
 
-// Read parses the trace at path with a strict JSON parser: as it is if
-// it was closed, after the documented repair (strip the trailing comma,
-// add "]") if it was not.
+// Read parses the trace at path with a strict JSON parser: see ReadBytes.
 func Read(t testing.TB, path string) []Event {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	require.NoError(t, err)
-	if bytes.HasPrefix(data, []byte(objectHead)) {
+	return ReadBytes(t, data)
+}
+
+// ReadBytes parses a trace's bytes with a strict JSON parser: as they
+// are if the file was closed, after the documented repair
+// (tracefile.Terminate: strip the trailing comma, add "]") if it was not.
+// An unterminated file must end on an event boundary.
+func ReadBytes(t testing.TB, data []byte) []Event {
+	t.Helper()
+	if !bytes.HasPrefix(data, []byte(objectHead)) {
+		data = bytes.TrimPrefix(data, []byte(strings.Repeat(" ", len(objectHead))))
+		var torn bool
+		data, torn = tracefile.Terminate(data)
+		require.False(t, torn, "an unterminated trace ends on an event boundary: %q", data[max(0, len(data)-80):])
+	}
+	return Parse(t, data)
+}
+
+// Parse parses a closed trace's bytes as strict JSON, unrepaired, with
+// encoding/json as the oracle (no unknown fields): a plain file in the
+// object form that sets the display unit, anything else an array that
+// starts with an event.
+func Parse(t testing.TB, data []byte) []Event {
+	t.Helper()
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if bytes.HasPrefix(data, []byte(objectHead+"[\n{\"")) {
 		var obj struct {
 			DisplayTimeUnit string  `json:"displayTimeUnit"`
 			TraceEvents     []Event `json:"traceEvents"`
 		}
-		dec := json.NewDecoder(bytes.NewReader(data))
-		dec.DisallowUnknownFields()
-		require.NoError(t, dec.Decode(&obj), "the trace must be strict JSON")
+		require.NoError(t, dec.Decode(&obj), "a closed trace must be strict JSON")
 		require.Equal(t, "ns", obj.DisplayTimeUnit)
+		require.False(t, dec.More(), "nothing after the object")
 		return obj.TraceEvents
 	}
-	data = bytes.TrimPrefix(data, []byte(strings.Repeat(" ", len(objectHead))))
-	require.True(t, bytes.HasPrefix(data, []byte("[\n{\"")), "a trace starts with [ and an event: %.40q", data)
-	trimmed := bytes.TrimRight(data, " \t\r\n")
-	if !bytes.HasSuffix(trimmed, []byte("]")) {
-		require.True(t, bytes.HasSuffix(trimmed, []byte("},")), "an unterminated trace ends on an event boundary")
-		data = append(bytes.TrimSuffix(trimmed, []byte(",")), "\n]"...)
-	}
+	require.True(t, bytes.HasPrefix(data, []byte("[\n{\"")), "a trace starts with [ and an event, or the object head: %.60q", data)
 	var evs []Event
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	require.NoError(t, dec.Decode(&evs), "the trace must be strict JSON")
+	require.NoError(t, dec.Decode(&evs), "a closed trace must be strict JSON")
 	return evs
 }
 

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/gotracer/tracer"
-	"github.com/gotracer/tracer/benchmarks/internal/tracefile"
+	"github.com/gotracer/tracer/benchmarks/internal/spancount"
 )
 
 // cpuResult is what the CPU-bound scenario measured.
@@ -84,7 +84,7 @@ func cpuBound(c config, work time.Duration) cpuResult {
 	r.Emitted, r.Wall, r.CloseTime = cpuRun(c, tr, r.SpinIters)
 	r.Rate = float64(r.Emitted) / r.Wall.Seconds()
 	r.Stats = tr.Stats()
-	counts, err := tracefile.Count(path, "work")
+	counts, err := spancount.Count(path, "work")
 	r.InFile = counts.Spans
 	s := r.Stats
 	switch {

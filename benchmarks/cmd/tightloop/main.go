@@ -53,7 +53,7 @@ import (
 
 	"github.com/gotracer/tracer"
 	"github.com/gotracer/tracer/benchmarks/internal/mutextrace"
-	"github.com/gotracer/tracer/benchmarks/internal/tracefile"
+	"github.com/gotracer/tracer/benchmarks/internal/spancount"
 )
 
 // The peers, in the order the table shows them.
@@ -217,7 +217,7 @@ func measure(p string, g, per int, dir string) run {
 	}
 	switch p {
 	case peerTracer, peerLossless:
-		c, err := tracefile.Count(path, "x")
+		c, err := spancount.Count(path, "x")
 		r.InFile = c.Spans
 		switch {
 		case err != nil:

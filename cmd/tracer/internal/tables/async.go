@@ -3,14 +3,14 @@ package tables
 import (
 	"strconv"
 
-	"github.com/gotracer/tracer/cmd/tracer/internal/trace"
+	"github.com/gotracer/tracer/internal/tracefile"
 )
 
 // asyncEvent follows a b, n or e event. trace_processor puts an async
 // operation on a track of its id and category: a process's track for an
 // id2.local, a global one for a plain id (it ignores scope), named after
 // the first event on it. Its b/e pairs nest on that track by a stack.
-func (b *Builder) asyncEvent(e *trace.Event, ph byte, ts int64) error {
+func (b *Builder) asyncEvent(e *tracefile.Event, ph byte, ts int64) error {
 	if e.ID == nil {
 		return nil
 	}
@@ -67,7 +67,7 @@ func (b *Builder) namedTrack(typ, key string, upid *int64) *track {
 
 // counterEvent follows a C event: one row per numeric arg, on the track
 // "NAME KEY" of the process (with " id: ID" after NAME for an id).
-func (b *Builder) counterEvent(e *trace.Event, ts int64) error {
+func (b *Builder) counterEvent(e *tracefile.Event, ts int64) error {
 	p := b.process(e.Pid)
 	for i := range e.Args {
 		a := &e.Args[i]

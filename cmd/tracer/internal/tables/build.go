@@ -10,7 +10,7 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/gotracer/tracer/cmd/tracer/internal/trace"
+	"github.com/gotracer/tracer/internal/tracefile"
 )
 
 // A Group is the files of one process: one file, or the files of a
@@ -23,7 +23,7 @@ type Group struct {
 var rotated = regexp.MustCompile(`\.(\d{6})\.[^/]*$`)
 
 // Plan reads the start of each file for its wall-clock anchor (see
-// trace.ReadAnchor) and returns the groups to read, in the order of
+// tracefile.ReadAnchor) and returns the groups to read, in the order of
 // their first file, each shifted so that every anchored process lines up
 // on the clock of the earliest, as "tracer merge" does.
 func Plan(paths []string) ([]Group, error) {
@@ -34,11 +34,11 @@ func Plan(paths []string) ([]Group, error) {
 	}
 	var files []file
 	var groups []Group
-	var anchors []trace.Anchor
-	byAnchor := map[trace.Anchor]int{}
+	var anchors []tracefile.Anchor
+	byAnchor := map[tracefile.Anchor]int{}
 	base, anchored := int64(0), false
 	for _, path := range paths {
-		a, err := trace.ReadAnchor(path)
+		a, err := tracefile.ReadAnchor(path)
 		if err != nil {
 			return nil, err
 		}
@@ -106,12 +106,12 @@ func (b *Builder) Build(paths []string, begin func(group int) error) error {
 // tolerate (a torn last line, a cut gzip member) ends the events read;
 // events that are not valid JSON are skipped, as the viewers skip them.
 func (b *Builder) readFile(path string) error {
-	src, err := trace.Open(path)
+	src, err := tracefile.Open(path)
 	if err != nil {
 		return err
 	}
 	defer src.Close()
-	r := trace.NewReader(src.Reader())
+	r := tracefile.NewReader(src.Reader())
 	for {
 		ev, err := r.Next()
 		if err == io.EOF {

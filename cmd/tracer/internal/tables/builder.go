@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/gotracer/tracer/cmd/tracer/internal/trace"
+	"github.com/gotracer/tracer/internal/tracefile"
 )
 
 // DefaultMaxPending is the default Builder.MaxPending.
@@ -128,7 +128,7 @@ func (b *Builder) nextFile() {
 
 // repeated reports whether a B at ts named name on t repeats one a
 // rotated set's earlier file left open, and forgets that one if so.
-func (b *Builder) repeated(t *track, ts int64, name trace.Str) bool {
+func (b *Builder) repeated(t *track, ts int64, name tracefile.Str) bool {
 	c := b.carried[t]
 	for i, n := range c {
 		if n.row.TS == ts && n.row.Name == b.intern(name) {
@@ -140,7 +140,7 @@ func (b *Builder) repeated(t *track, ts int64, name trace.Str) bool {
 }
 
 // intern returns s decoded, one copy per distinct string.
-func (b *Builder) intern(s trace.Str) string {
+func (b *Builder) intern(s tracefile.Str) string {
 	raw := s.Raw
 	if s.Escaped {
 		b.key = s.Append(b.key[:0])
@@ -156,11 +156,11 @@ func (b *Builder) intern(s trace.Str) string {
 
 // num maps a pid or tid to an int64: numbers as they are, strings to
 // numbers above the uint32 range, so they cannot collide.
-func (b *Builder) num(n trace.Num) int64 {
+func (b *Builder) num(n tracefile.Num) int64 {
 	switch n.Kind {
-	case trace.NumInt:
+	case tracefile.NumInt:
 		return n.Int
-	case trace.NumString:
+	case tracefile.NumString:
 		id, ok := b.strIDs[string(n.Str)]
 		if !ok {
 			id = 1<<40 + int64(len(b.strIDs))
@@ -171,7 +171,7 @@ func (b *Builder) num(n trace.Num) int64 {
 	return 0 // what Perfetto makes of a pid it cannot read
 }
 
-func (b *Builder) process(pid trace.Num) *proc {
+func (b *Builder) process(pid tracefile.Num) *proc {
 	k := procKey{b.group, b.num(pid)}
 	p := b.procs[k]
 	if p == nil {
@@ -183,8 +183,8 @@ func (b *Builder) process(pid trace.Num) *proc {
 	return p
 }
 
-func (b *Builder) thread(e *trace.Event) *thread {
-	if b.lastThread != nil && e.Pid.Kind == trace.NumInt && e.Tid.Kind == trace.NumInt &&
+func (b *Builder) thread(e *tracefile.Event) *thread {
+	if b.lastThread != nil && e.Pid.Kind == tracefile.NumInt && e.Tid.Kind == tracefile.NumInt &&
 		e.Pid.Int == b.lastPid && e.Tid.Int == b.lastThread.row.Tid && b.lastGroup == b.group {
 		return b.lastThread // most events are on the thread of the one before
 	}
@@ -199,7 +199,7 @@ func (b *Builder) thread(e *trace.Event) *thread {
 		b.threads[k] = t
 		b.thrList = append(b.thrList, t)
 	}
-	if e.Pid.Kind == trace.NumInt && e.Tid.Kind == trace.NumInt {
+	if e.Pid.Kind == tracefile.NumInt && e.Tid.Kind == tracefile.NumInt {
 		b.lastThread, b.lastPid, b.lastGroup = t, e.Pid.Int, b.group
 	}
 	return t
@@ -213,7 +213,7 @@ func (b *Builder) newTrack(name, typ string, utid, upid *int64) *track {
 }
 
 // Add follows one event of the group.
-func (b *Builder) Add(e *trace.Event) error {
+func (b *Builder) Add(e *tracefile.Event) error {
 	b.Report.Events++
 	ph := e.Phase()
 	if ph == 'M' {
@@ -279,7 +279,7 @@ func (b *Builder) Add(e *trace.Event) error {
 	return nil
 }
 
-func (b *Builder) metadata(e *trace.Event) {
+func (b *Builder) metadata(e *tracefile.Event) {
 	if e.Name.Escaped {
 		return
 	}
@@ -302,11 +302,11 @@ func (b *Builder) metadata(e *trace.Event) {
 }
 
 // node makes the slice of e on thread th.
-func (b *Builder) node(e *trace.Event, ts, dur int64, th *thread) *node {
+func (b *Builder) node(e *tracefile.Event, ts, dur int64, th *thread) *node {
 	return b.nodeOn(e, ts, dur, th.t, &th.row.Utid, &th.row.Upid)
 }
 
-func (b *Builder) nodeOn(e *trace.Event, ts, dur int64, t *track, utid, upid *int64) *node {
+func (b *Builder) nodeOn(e *tracefile.Event, ts, dur int64, t *track, utid, upid *int64) *node {
 	b.nextSlice++
 	n := &node{row: Slice{
 		ID: b.nextSlice, TS: ts, Dur: dur, TrackID: t.id,
@@ -323,7 +323,7 @@ func (b *Builder) nodeOn(e *trace.Event, ts, dur int64, t *track, utid, upid *in
 
 // argsOf returns e's args as a JSON object, merged after prev (the
 // args of a B, for its E), or "" if there are none.
-func (b *Builder) argsOf(e *trace.Event, prev string) string {
+func (b *Builder) argsOf(e *tracefile.Event, prev string) string {
 	if len(e.Args) == 0 {
 		return prev
 	}
@@ -348,7 +348,7 @@ func (b *Builder) argsOf(e *trace.Event, prev string) string {
 }
 
 // end ends the open slice n at ts, with the args of its end event e.
-func (b *Builder) end(n *node, ts int64, e *trace.Event) {
+func (b *Builder) end(n *node, ts int64, e *tracefile.Event) {
 	if ts < n.row.TS {
 		ts = n.row.TS
 	}
@@ -365,10 +365,10 @@ func (b *Builder) place(t *track, n *node, begun bool) error {
 	}
 	b.Report.Unsure += t.enclosesWritten(n)
 	b.wait(t)
-	if enclosed(t.roots, n) {
+	var nested bool
+	if t.roots, nested = insert(t.roots, n); nested {
 		t.parents = true
 	}
-	t.roots = insert(t.roots, n)
 	b.pending++
 	if k := t.safe(); k > 0 {
 		if err := b.emit(t, k); err != nil {
@@ -469,7 +469,7 @@ func (b *Builder) write(n *node, depth int32, parent *int64) (int, error) {
 func (b *Builder) EndGroup() error {
 	for _, t := range b.waiting {
 		for _, n := range t.open {
-			t.roots = insert(t.roots, n)
+			t.roots, _ = insert(t.roots, n)
 			b.pending++
 		}
 		t.open = nil

@@ -4,7 +4,7 @@ import (
 	"slices"
 	"sort"
 
-	"github.com/gotracer/tracer/cmd/tracer/internal/trace"
+	"github.com/gotracer/tracer/internal/tracefile"
 )
 
 // Flows.
@@ -35,7 +35,7 @@ type flowPoint struct {
 }
 
 // flowEvent follows an s, t or f event.
-func (b *Builder) flowEvent(e *trace.Event, ph byte, ts int64) error {
+func (b *Builder) flowEvent(e *tracefile.Event, ph byte, ts int64) error {
 	if e.ID == nil {
 		return nil
 	}

@@ -1,22 +1,28 @@
+// Package trace keeps the per-track state the tracer command's
+// subcommands share, over the events internal/tracefile reads: span
+// nesting, self time and busy time, and the problems that need the
+// events' meaning.
 package trace
 
 import (
 	"fmt"
 	"strconv"
+
+	"github.com/gotracer/tracer/internal/tracefile"
 )
 
 // The kinds of problems that need the events' meaning.
 const (
-	KindPhase   Kind = "phase"   // no phase, or one the viewers do not know
-	KindIDs     Kind = "ids"     // a pid or tid the viewers change
-	KindTS      Kind = "ts"      // a missing or negative ts or dur
-	KindNesting Kind = "nesting" // an E without its B, or out of order
-	KindOverlap Kind = "overlap" // X slices that overlap without nesting
-	KindAsync   Kind = "async"   // an async e without its b, or without cat
-	KindFlow    Kind = "flow"    // a flow event outside every slice
-	KindCounter Kind = "counter" // a counter Perfetto cannot read
-	KindDepth   Kind = "depth"   // slices nested deeper than Perfetto keeps
-	KindPid     Kind = "pid"     // an event without pid: chrome://tracing refuses the file
+	KindPhase   tracefile.Kind = "phase"   // no phase, or one the viewers do not know
+	KindIDs     tracefile.Kind = "ids"     // a pid or tid the viewers change
+	KindTS      tracefile.Kind = "ts"      // a missing or negative ts or dur
+	KindNesting tracefile.Kind = "nesting" // an E without its B, or out of order
+	KindOverlap tracefile.Kind = "overlap" // X slices that overlap without nesting
+	KindAsync   tracefile.Kind = "async"   // an async e without its b, or without cat
+	KindFlow    tracefile.Kind = "flow"    // a flow event outside every slice
+	KindCounter tracefile.Kind = "counter" // a counter Perfetto cannot read
+	KindDepth   tracefile.Kind = "depth"   // slices nested deeper than Perfetto keeps
+	KindPid     tracefile.Kind = "pid"     // an event without pid: chrome://tracing refuses the file
 )
 
 // knownPhases are the phases of the Trace Event Format.
@@ -33,7 +39,7 @@ var knownPhases = func() (t [256]bool) {
 // operation, never per event (see tracks.go for the one bound).
 type Analyzer struct {
 	// OnProblem is called for each problem found.
-	OnProblem func(Problem)
+	OnProblem func(tracefile.Problem)
 	// Stats makes the Analyzer keep a Sketch of each span name's
 	// durations and the numbers of each counter series, for stats.
 	Stats bool
@@ -89,7 +95,7 @@ type CounterStats struct {
 
 // A Process is what the metadata says about a pid.
 type Process struct {
-	Pid       Num
+	Pid       tracefile.Num
 	Name      string
 	Anchor    int64 // ts0_unix_ns: the wall-clock time of ts 0
 	HasAnchor bool
@@ -121,19 +127,19 @@ func NewAnalyzer() *Analyzer {
 	}
 }
 
-func (a *Analyzer) problem(line int, k Kind, format string, args ...any) {
+func (a *Analyzer) problem(line int, k tracefile.Kind, format string, args ...any) {
 	if a.OnProblem != nil {
-		a.OnProblem(Problem{Line: line, Kind: k, Msg: fmt.Sprintf(format, args...)})
+		a.OnProblem(tracefile.Problem{Line: line, Kind: k, Msg: fmt.Sprintf(format, args...)})
 	}
 }
 
 // numKey maps a pid or tid to an int64: numbers as they are, strings to
 // ids above the uint32 range, so they cannot collide.
-func (a *Analyzer) numKey(n Num) int64 {
+func (a *Analyzer) numKey(n tracefile.Num) int64 {
 	switch n.Kind {
-	case NumInt:
+	case tracefile.NumInt:
 		return n.Int
-	case NumString:
+	case tracefile.NumString:
 		id, ok := a.strIDs[string(n.Str)]
 		if !ok {
 			id = 1<<40 + int64(len(a.strIDs))
@@ -145,7 +151,7 @@ func (a *Analyzer) numKey(n Num) int64 {
 }
 
 // track returns the state of the event's thread.
-func (a *Analyzer) track(e *Event) *track {
+func (a *Analyzer) track(e *tracefile.Event) *track {
 	k := trackKey{a.numKey(e.Pid), a.numKey(e.Tid)}
 	if a.lastTrack != nil && k == a.lastKey {
 		return a.lastTrack
@@ -160,7 +166,7 @@ func (a *Analyzer) track(e *Event) *track {
 	return t
 }
 
-func clone(n Num) Num {
+func clone(n tracefile.Num) tracefile.Num {
 	n.Raw = append([]byte(nil), n.Raw...)
 	n.Str = append([]byte(nil), n.Str...)
 	return n
@@ -175,7 +181,7 @@ func (a *Analyzer) overlap(t *track, line int, name int32, s, e int64, p *slice)
 }
 
 // us formats nanoseconds as the microseconds of a ts.
-func us(ns int64) string { return string(AppendMicros(nil, ns)) }
+func us(ns int64) string { return string(tracefile.AppendMicros(nil, ns)) }
 
 func (a *Analyzer) seeTS(ts int64) {
 	if !a.HasTS {
@@ -187,7 +193,7 @@ func (a *Analyzer) seeTS(ts int64) {
 }
 
 // Add follows one event.
-func (a *Analyzer) Add(e *Event) {
+func (a *Analyzer) Add(e *tracefile.Event) {
 	a.Events++
 	ph := e.Phase()
 	if ph == 0 {
@@ -204,7 +210,7 @@ func (a *Analyzer) Add(e *Event) {
 	}
 	a.checkIDs(e, "pid", e.Pid)
 	a.checkIDs(e, "tid", e.Tid)
-	if e.Pid.Kind == NumNone && !a.noPid && !(ph == 'i' || ph == 'I') {
+	if e.Pid.Kind == tracefile.NumNone && !a.noPid && !(ph == 'i' || ph == 'I') {
 		// chrome://tracing puts every event but a global instant in a
 		// process.
 		a.noPid = true
@@ -286,9 +292,9 @@ func (a *Analyzer) slice(t *track, s, e int64, name int32, line int, be bool, se
 	}
 }
 
-func (a *Analyzer) checkIDs(e *Event, what string, n Num) {
+func (a *Analyzer) checkIDs(e *tracefile.Event, what string, n tracefile.Num) {
 	switch {
-	case n.Kind == NumOther:
+	case n.Kind == tracefile.NumOther:
 		a.problem(e.Line, KindIDs, "%s %s is neither a number nor a string", what, n.Raw)
 	case n.Bounds:
 		a.problem(e.Line, KindIDs, "%s %s is outside 0..4294967295: Perfetto shows it as 0", what, n.Raw)
@@ -297,7 +303,7 @@ func (a *Analyzer) checkIDs(e *Event, what string, n Num) {
 	}
 }
 
-func (a *Analyzer) end(e *Event) {
+func (a *Analyzer) end(e *tracefile.Event) {
 	t := a.track(e)
 	if len(t.open) == 0 {
 		a.problem(e.Line, KindNesting, "an E event with no B open on pid %s tid %s (chrome://tracing: \"E phase event without a matching B phase event\")", e.Pid.Raw, e.Tid.Raw)
@@ -346,7 +352,7 @@ func (a *Analyzer) end(e *Event) {
 	a.slice(t, b.ts, end, b.name, int(b.line), true, b.seq)
 }
 
-func (a *Analyzer) asyncEvent(e *Event, ph byte) {
+func (a *Analyzer) asyncEvent(e *tracefile.Event, ph byte) {
 	if !e.Cat.Set {
 		a.problem(e.Line, KindAsync, "an async %c event without cat: chrome://tracing drops it", ph)
 	}
@@ -383,7 +389,7 @@ func (a *Analyzer) asyncEvent(e *Event, ph byte) {
 	}
 }
 
-func (a *Analyzer) flow(e *Event, ph byte) {
+func (a *Analyzer) flow(e *tracefile.Event, ph byte) {
 	if e.ID == nil {
 		a.problem(e.Line, KindFlow, "a flow %c event without id", ph)
 		return
@@ -414,7 +420,7 @@ func (a *Analyzer) flow(e *Event, ph byte) {
 	t.pending = append(t.pending, pendingFlow{ts: e.TS, line: int32(e.Line), next: next})
 }
 
-func (a *Analyzer) counter(e *Event) {
+func (a *Analyzer) counter(e *tracefile.Event) {
 	if len(e.Args) == 0 {
 		a.problem(e.Line, KindCounter, "a counter without args: Perfetto fails on it (json_parser_failure)")
 		return
@@ -453,14 +459,14 @@ func (a *Analyzer) counter(e *Event) {
 	}
 }
 
-func pidString(n Num) string {
-	if n.Kind == NumString {
+func pidString(n tracefile.Num) string {
+	if n.Kind == tracefile.NumString {
 		return strconv.Quote(string(n.Str))
 	}
 	return string(n.Raw)
 }
 
-func (a *Analyzer) process(pid Num) *Process {
+func (a *Analyzer) process(pid tracefile.Num) *Process {
 	k := a.numKey(pid)
 	p := a.procIdx[k]
 	if p == nil {
@@ -471,7 +477,7 @@ func (a *Analyzer) process(pid Num) *Process {
 	return p
 }
 
-func (a *Analyzer) metadata(e *Event) {
+func (a *Analyzer) metadata(e *tracefile.Event) {
 	if e.Name.Escaped {
 		return
 	}
@@ -540,7 +546,7 @@ func (a *Analyzer) Tracks() []TrackStats {
 
 // OpenSpan is a B event whose E is not in the file.
 type OpenSpan struct {
-	Pid, Tid Num
+	Pid, Tid tracefile.Num
 	Name     string
 	TS       int64
 }

@@ -9,18 +9,19 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gotracer/tracer/internal/tracefile"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
 // analyze runs an Analyzer over the events in text.
-func analyze(t *testing.T, text string) (*Analyzer, []Problem) {
+func analyze(t *testing.T, text string) (*Analyzer, []tracefile.Problem) {
 	t.Helper()
-	var problems []Problem
-	r := NewReader(strings.NewReader(text))
+	var problems []tracefile.Problem
+	r := tracefile.NewReader(strings.NewReader(text))
 	a := NewAnalyzer()
 	a.Stats = true
-	r.OnProblem = func(p Problem) { problems = append(problems, p) }
+	r.OnProblem = func(p tracefile.Problem) { problems = append(problems, p) }
 	a.OnProblem = r.OnProblem
 	for {
 		ev, err := r.Next()
@@ -128,10 +129,10 @@ func TestFlowsOfACrash(t *testing.T) {
 		`{"name":"f","ph":"s","ts":20,"pid":1,"tid":1,"id":2},` + "\n" +
 		`{"name":"f","ph":"s","ts":30,"pid":1,"tid":1,"id":3},` + "\n" + x("b", 25, 2)
 	for _, crashed := range []bool{false, true} {
-		var problems []Problem
-		r := NewReader(strings.NewReader(text))
+		var problems []tracefile.Problem
+		r := tracefile.NewReader(strings.NewReader(text))
 		a := NewAnalyzer()
-		a.OnProblem = func(p Problem) { problems = append(problems, p) }
+		a.OnProblem = func(p tracefile.Problem) { problems = append(problems, p) }
 		for {
 			ev, err := r.Next()
 			if err != nil {

@@ -1,6 +1,10 @@
 package trace
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/gotracer/tracer/internal/tracefile"
+)
 
 // Span names.
 //
@@ -50,7 +54,7 @@ func hasDigit(b []byte) bool {
 
 // name returns the index in a.Names of the span name s (its group, once
 // names are grouped).
-func (a *Analyzer) name(s Str) int32 {
+func (a *Analyzer) name(s tracefile.Str) int32 {
 	raw := s.Raw
 	if s.Escaped {
 		a.decoded = s.Append(a.decoded[:0])
@@ -141,3 +145,5 @@ func (a *Analyzer) Note() string {
 	}
 	return n
 }
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }

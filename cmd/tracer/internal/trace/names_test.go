@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gotracer/tracer/internal/tracefile"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -60,8 +61,8 @@ func TestMaxNames(t *testing.T) {
 		return b
 	}
 	for i := range n {
-		a.Add(&Event{Ph: []byte("X"), Name: Str{Raw: letters(i), Set: true},
-			TS: int64(i) * 10, HasTS: true, Dur: 1, HasDur: true, Pid: Num{Kind: NumInt, Int: 1}, Tid: Num{Kind: NumInt, Int: 1}})
+		a.Add(&tracefile.Event{Ph: []byte("X"), Name: tracefile.Str{Raw: letters(i), Set: true},
+			TS: int64(i) * 10, HasTS: true, Dur: 1, HasDur: true, Pid: tracefile.Num{Kind: tracefile.NumInt, Int: 1}, Tid: tracefile.Num{Kind: tracefile.NumInt, Int: 1}})
 	}
 	assert.LessOrEqual(t, len(a.Names), maxNames+1)
 	var count int64

@@ -3,6 +3,8 @@ package trace
 import (
 	"math"
 	"slices"
+
+	"github.com/gotracer/tracer/internal/tracefile"
 )
 
 // Nesting on a track.
@@ -120,7 +122,7 @@ type pendingFlow struct {
 
 // A track is the state kept per thread (pid, tid).
 type track struct {
-	pid, tid Num // as first seen, for reports
+	pid, tid tracefile.Num // as first seen, for reports
 	name     string
 	stack    []slice
 	open     []openSpan

@@ -1,4 +1,4 @@
-package trace
+package tracefile
 
 import (
 	"bytes"
@@ -49,20 +49,25 @@ type Reader struct {
 	// Reader with a nil OnProblem drops them.
 	OnProblem func(Problem)
 
-	r     io.Reader
-	buf   []byte
-	pos   int // next byte to scan in buf
-	line  int // line of buf[pos]
-	eof   bool
-	err   error // a read error other than io.EOF
-	state state
-	obj   bool // the events are in {"traceEvents":[...]}
-	first bool // nothing scanned yet: check the start as Perfetto does
-	sc    scanner
-	ev    Event
-	fixed []byte // the event the lenient scanner took, rewritten as JSON
-	end   bool   // Next returned io.EOF
-	torn  bool   // the input ended inside an event
+	r    io.Reader
+	buf  []byte
+	pos  int   // next byte to scan in buf
+	base int64 // offset in the input of buf[0]
+	// elemEnd is the offset in the input just past the last whole
+	// element of the events' array, valid or not (or past its '['): where
+	// Terminate closes the array.
+	elemEnd int64
+	line    int // line of buf[pos]
+	eof     bool
+	err     error // a read error other than io.EOF
+	state   state
+	obj     bool // the events are in {"traceEvents":[...]}
+	first   bool // nothing scanned yet: check the start as Perfetto does
+	sc      scanner
+	ev      Event
+	fixed   []byte // the event the lenient scanner took, rewritten as JSON
+	end     bool   // Next returned io.EOF
+	torn    bool   // the input ended inside an event
 }
 
 type state uint8
@@ -99,6 +104,7 @@ func (r *Reader) fill() bool {
 		return false
 	}
 	if r.pos > 0 {
+		r.base += int64(r.pos)
 		n := copy(r.buf[:cap(r.buf)], r.buf[r.pos:])
 		r.buf, r.pos = r.buf[:n], 0
 	}
@@ -196,6 +202,7 @@ func (r *Reader) step() (ev *Event, ok bool) {
 		case '[':
 			r.pos++
 			r.state = stArrayFirst
+			r.elemEnd = r.base + int64(r.pos)
 		case '{':
 			r.pos++
 			r.state = stObjFirst
@@ -298,6 +305,7 @@ func (r *Reader) element() (*Event, bool) {
 	line := r.line
 	r.line += r.sc.nl
 	r.pos = end
+	r.elemEnd = r.base + int64(end)
 	r.state = stAfterElem
 	if !isEvent {
 		r.problem(line, KindSyntax, "an array element that is not an event object: %.40s", r.buf[start:end])
@@ -338,6 +346,7 @@ func (r *Reader) lenientEvent(start, end int) *Event {
 	r.problem(line, KindStrict, "%s: not JSON, so chrome://tracing refuses the whole file; Perfetto reads it (tracer repair writes it as JSON)", strings.Join(what, " and "))
 	r.line += bytes.Count(raw, []byte{'\n'})
 	r.pos = end
+	r.elemEnd = r.base + int64(end)
 	r.state = stAfterElem
 	r.fixed = fix(r.fixed[:0], raw)
 	r.sc.reset(r.fixed)
@@ -385,6 +394,7 @@ func (r *Reader) syntaxError(start int) {
 		r.pos = len(r.buf)
 		for r.fill() {
 			if next = bytes.IndexByte(r.buf, '\n'); next >= 0 {
+				r.elemEnd = r.base + int64(next)
 				r.pos = next + 1
 				r.line++
 				r.state = stAfterComma
@@ -395,6 +405,7 @@ func (r *Reader) syntaxError(start int) {
 		r.stop()
 		return
 	}
+	r.elemEnd = r.base + int64(r.sc.errOff+next)
 	r.pos = r.sc.errOff + next + 1
 	r.line = line + 1
 	r.state = stAfterComma

@@ -1,4 +1,4 @@
-package trace
+package tracefile
 
 import (
 	"encoding/binary"

@@ -1,15 +1,16 @@
-// Package trace reads Chrome Trace Event Format files as a stream of
-// events, fast, and keeps the per-track state the tracer command's
-// subcommands share: span nesting, self time and busy time.
+// Package tracefile reads Chrome Trace Event Format files as a stream of
+// events, fast: the one reader of trace files in this repository, used by
+// the tracer command, its export modules, the tests (through
+// internal/tracecheck) and the benchmarks.
 //
 // A file is read in one pass with a hand-written JSON scanner that
 // validates every event as strictly as encoding/json does and picks out
-// only the fields the subcommands need, without allocating per event. It
+// only the fields a reader needs, without allocating per event. It
 // reads files of one event per line (as the tracer package writes them),
 // files holding the whole array on one line, and the object form
 // {"traceEvents":[...]}; all three at the same speed, since the scanner
 // never relies on line breaks, only counts them for line numbers.
-package trace
+package tracefile
 
 import (
 	"bytes"
