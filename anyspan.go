@@ -114,17 +114,29 @@ func (t *Tracer) startAny(parent uint64, name string, args []Arg) SpanHandle {
 		return SpanHandle{}
 	}
 	id := lastID.Inc()
-	flags := uint8(0)
-	if parent != 0 {
+	var ok bool
+	switch {
+	case parent == 0:
+		ok = t.record(goroutineID(), kindAnyBegin, 0, cs, name, id, args) != nil
+	case len(args) < 8: // most spans: less of a buffer to clear
+		var buf [8]Arg
+		ok = t.recordChild(buf[:], parent, name, id, cs, args)
+	default:
 		var buf [maxArgs]Arg
-		n := copy(buf[:maxArgs-1], args)
-		buf[n] = Arg{kind: argParent, num: parent}
-		args, flags = buf[:n+1], flagParent
+		ok = t.recordChild(buf[:], parent, name, id, cs, args)
 	}
-	if t.record(goroutineID(), kindAnyBegin, flags, cs, name, id, args) == nil {
+	if !ok {
 		return SpanHandle{}
 	}
 	return SpanHandle{t: t, id: id, name: name, cs: cs}
+}
+
+// recordChild records the start of a SpanHandle whose parent's id is
+// parent: its args, as many as buf holds but one, then the parent's id.
+func (t *Tracer) recordChild(buf []Arg, parent uint64, name string, id uint64, cs catScope, args []Arg) bool {
+	n := copy(buf[:len(buf)-1], args)
+	buf[n] = Arg{kind: argParent, num: parent}
+	return t.record(goroutineID(), kindAnyBegin, flagParent, cs, name, id, buf[:n+1]) != nil
 }
 
 // The flusher's side.
