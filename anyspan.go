@@ -11,40 +11,39 @@ import (
 // OpenTelemetry's instrumentation does. Start one with StartSpan, or with
 // a parent's StartChild, and end it with End.
 //
-// A SpanHandle that ends on the goroutine that started it, while it is the
-// innermost span open there, is drawn exactly as Span draws a span: nested
+// A SpanHandle that ends on the goroutine that started it, with no Span
+// it contains still open, is drawn exactly as Span draws a span: nested
 // on that goroutine's track, one "X" event, or "B" and "E" events if it
 // stays open longer than a flush interval. SpanHandles it contains that
-// are still open when it ends do not prevent that: they cross its end, and
-// are drawn as async slices (or, once their "B" is written, end with it),
-// as when a Span below them ends first. Otherwise it cannot nest on that
-// track, and it is drawn as an async slice (a nestable async event,
-// "b"/"e", under the process, as Async draws) for its whole duration:
-// when it ends on another goroutine, when it ends while Spans it contains
-// are still open, and when a span that began before it on its goroutine
-// ends first. The spans of its goroutine keep their nesting either way.
+// are still open cross its end: they become async slices (or, once their
+// "B" is written, end with it), as when a Span below them ends first.
+// Otherwise it cannot nest on that track, and it is drawn as an async
+// slice (a nestable async event, "b"/"e", under the process, as Async
+// draws) for its whole duration: when it ends on another goroutine, when
+// it ends while Spans it contains are still open, and when a span that
+// began before it on its goroutine ends first. The spans of its goroutine
+// keep their nesting either way.
 //
-// Two cases are drawn on the track whatever happens, since the span is in
-// the file already: once its "B" event is written (it stayed open longer
-// than a flush interval), it ends on its track, at its end if nothing is
-// open inside it then, else when the spans inside it end; and when a span
-// that began before it on its goroutine ends, it ends with that span and
-// its own End is ignored.
+// Two cases stay on the track whatever happens, since the span is in the
+// file already. Once its "B" event is written (it stayed open longer than
+// a flush interval), it ends on its track: at its End if no Span it
+// contains is open then, else when they have ended. And when a span that
+// began before it on its goroutine ends, it ends with that span, and its
+// own End is ignored.
 //
 // A child (see StartChild) that began on another goroutine than its
 // parent's gets a flow arrow (flow events "s" and "f", as Flow draws them)
-// from its parent, at the parent's start (the slice that begins there on
-// the parent's goroutine: the parent, if it is drawn there; Perfetto binds
-// a flow event to the newest slice on its track, which may have ended
-// already, so the arrow leaves from where a slice begins), to the slice
-// open on the child's goroutine at the child's start: the child
-// itself if it is drawn on a goroutine track, the slice it was started in
-// if it is drawn as an async slice (both viewers bind flow events to
-// goroutine tracks only). A child that began on its parent's goroutine
-// needs none: drawn on the track, it is inside its parent; drawn as an
-// async slice, it is on that goroutine's track (its "tid") and its parent
-// is in the file at its start. Nor does a child whose parent had ended, or
-// was itself moved off its goroutine's stack, when it began.
+// from its parent to the slice open on the child's goroutine at the
+// child's start: the child itself if it is drawn on that track, the slice
+// it was started in if it is drawn as an async slice (both viewers bind
+// flow events to goroutine tracks only). The arrow leaves the parent's
+// goroutine at the parent's start: Perfetto binds a flow event to the
+// newest slice on its track, which may have ended already, so the arrow
+// leaves from where the parent begins. A child that began on its parent's
+// goroutine gets none: on the track, it is inside its parent; as an async
+// slice, it is on the parent's goroutine (its "tid"). Nor does a child
+// whose parent had ended, or had left its goroutine's stack, when it
+// began.
 //
 // A SpanHandle is a small value; its methods are safe for concurrent use.
 // End it once: a second End is counted in Stats.Unmatched and ignored. The
