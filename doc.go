@@ -96,6 +96,15 @@
 // Both are small values: pass them along with the work, or in a context
 // with [ContextWithAsync] and [ContextWithFlow].
 //
+// A [SpanHandle], from [StartSpan], is a span whose end may come from any
+// goroutine, for code that cannot know in advance where its span ends,
+// such as a library's instrumentation (OpenTelemetry's, through the
+// traceotel module). Ended on its own goroutine, nested with the spans
+// there, it is drawn as a Span; otherwise as an async slice.
+//
+//	h := tracer.StartSpan("request")
+//	// ... h.End() here or on any other goroutine
+//
 // # Other events
 //
 // [Instant] marks a moment on the calling goroutine's track (a cache miss,

@@ -336,7 +336,7 @@ func (f *flusher) take(c *cursor, h *slot, cut int64) uint64 {
 	switch k := h.kind(); {
 	case k == kindThreadName:
 		f.auto.program(h.gid())
-	case k != kindCounter && k != kindThreadSort && k != kindEnd:
+	case k != kindCounter && k != kindThreadSort && k != kindEnd && k != kindAnyEnd:
 		f.autoName(h.gid())
 	}
 	switch h.kind() {
@@ -372,6 +372,10 @@ func (f *flusher) take(c *cursor, h *slot, cut int64) uint64 {
 		f.push(h, rest, token)
 	case kindEnd:
 		f.pop(h, rest)
+	case kindAnyBegin:
+		f.pushAny(h, rest)
+	case kindAnyEnd:
+		f.popAny(h, rest)
 	case kindThreadName, kindThreadSort:
 		if f.shared != nil {
 			// A goroutine on lanes names its group, not a track.

@@ -66,6 +66,8 @@ type openSpans struct {
 	lastStack *[]openSpan
 
 	forget func(gid uint64) // told of goroutines trim forgot, if not nil
+
+	anys anySpans // the open SpanHandles: see anyspan.go
 }
 
 func (o *openSpans) stack(gid uint64, create bool) *[]openSpan {
@@ -167,6 +169,11 @@ func (f *flusher) pop(end *slot, endArgs []slot) {
 	}
 	for j := len(st) - 1; j >= i; j-- {
 		o := &st[j]
+		if o.token&anyMark != 0 { // a SpanHandle, never forgotten: see SpanHandle
+			f.endAbove(o, end.at())
+			st[j] = openSpan{}
+			continue
+		}
 		switch {
 		case o.written && j == i:
 			f.writeEnd(&o.start, o.rest(), endArgs, end.at(), o.batch, int(o.off), 0)
@@ -187,10 +194,7 @@ func (f *flusher) pop(end *slot, endArgs []slot) {
 	}
 	f.open.count -= len(st) - i
 	*s = st[:i]
-	if i == 0 && f.shared != nil {
-		f.shared.release(end.gid(), end.at()) // its last open span ended
-	}
-	f.open.release(end.gid(), s)
+	f.endWaiting(end.gid(), s, end.at()) // and release s once empty
 }
 
 // writeOldBegins writes B events for every span open since before.
@@ -198,6 +202,7 @@ func (f *flusher) writeOldBegins(before int64) {
 	for _, s := range f.open.stacks {
 		f.writeBegins(*s, before)
 	}
+	f.writeOldAsyncs(before)
 }
 
 // appendBegins appends a B event for each open span, outermost first; with
@@ -211,6 +216,7 @@ func (o *openSpans) appendBegins(enc *encoder, writtenOnly bool) {
 			}
 		}
 	}
+	o.anys.appendAsyncs(enc, writtenOnly)
 }
 
 // unwrite forgets the B events that a failed write lost, so that they are
@@ -218,6 +224,7 @@ func (o *openSpans) appendBegins(enc *encoder, writtenOnly bool) {
 // breaks chrome://tracing. B events are written bottom up, so the spans it
 // marks are still a top run of their stack.
 func (o *openSpans) unwrite(fl failure) {
+	o.anys.unwriteAsyncs(fl)
 	for _, s := range o.stacks {
 		for i := range *s {
 			if sp := &(*s)[i]; sp.written && sp.batch == fl.seq && int(sp.off) >= fl.delivered {
@@ -249,7 +256,11 @@ func (o *openSpans) trim(t *Tracer, max int) (forgotten int) {
 		}
 		s := o.stacks[a.gid]
 		for i := range *s {
-			t.release((*s)[i].token, a.gid)
+			if tok := (*s)[i].token; tok&anyMark != 0 {
+				delete(o.anys.open, tok&^anyMark) // its end is unmatched
+			} else {
+				t.release(tok, a.gid)
+			}
 		}
 		o.count -= len(*s)
 		forgotten += len(*s)

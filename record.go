@@ -22,6 +22,8 @@ const (
 	kindFlowBegin                    // s, flow id in the extra slot
 	kindFlowStep                     // t
 	kindFlowEnd                      // f, bound to the enclosing slice
+	kindAnyBegin                     // start of a SpanHandle, its id in the extra slot: see anyspan.go
+	kindAnyEnd                       // end of a SpanHandle, on any goroutine, its id in the extra slot
 )
 
 // hasID reports whether events of kind k carry a number in an extra slot.

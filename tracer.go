@@ -63,7 +63,7 @@ type Stats struct {
 	Late       uint64 // events recorded after Close began, never written
 	SinkErrors uint64 // failed writes; their events are in Lost
 	Lost       uint64 // events encoded but lost because the sink failed
-	Unmatched  uint64 // span end calls that ended nothing: a second call, a call on another goroutine, or the end of a forgotten span (see Span)
+	Unmatched  uint64 // span end calls that ended nothing: a second call, a call on another goroutine, or the end of a forgotten span (see Span); a SpanHandle's second End
 	Forgotten  uint64 // open spans not written: ended out of order, or past the bound on open spans (see Span)
 	Refused    uint64 // events and counter series left out because no viewer can show them (see Counter)
 

@@ -12,7 +12,8 @@ import (
 )
 
 // Add the processor to the program's TracerProvider, next to its exporter:
-// every span it records is also an async slice in the trace.
+// every span it records is also a slice in the trace, nested on the
+// goroutine's track when it starts and ends there.
 func Example() {
 	var buf bytes.Buffer
 	t, _ := tracer.NewWithWriter(&buf)
@@ -36,6 +37,5 @@ func Example() {
 		}
 	}
 	// Output:
-	// b checkout
-	// e checkout
+	// X checkout
 }

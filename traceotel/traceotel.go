@@ -1,8 +1,8 @@
 // Package traceotel writes OpenTelemetry spans into the trace: an
 // sdktrace.SpanProcessor that records every span the OpenTelemetry SDK
-// ends as an async slice under the process, so that libraries already
-// instrumented for OpenTelemetry (HTTP, gRPC, SQL drivers) show on the same
-// timeline as tracer's spans, logs and counters.
+// starts and ends, so that libraries already instrumented for
+// OpenTelemetry (HTTP, gRPC, SQL drivers) show on the same timeline as
+// tracer's spans, logs and counters, nested with them.
 //
 // It lives in a module of its own so that the tracer module does not
 // depend on OpenTelemetry.
@@ -20,9 +20,22 @@
 //
 // # What the trace shows
 //
-// Each OpenTelemetry span becomes a nestable async slice ("b"/"e", category
-// "otel") named after the span, on a track under the process, whose id
-// (id2.local) is the span's id. Its begin carries the span kind, trace id,
+// Each OpenTelemetry span becomes a tracer.SpanHandle (category "otel")
+// named after the span. The SDK calls the processor on the goroutine that
+// starts the span and on the one that ends it, so a span that starts and
+// ends on one goroutine, nested with that goroutine's open spans (the
+// usual case: an otelhttp server span around its handler, a client span
+// around a call), is drawn on that goroutine's track, nested: it contains
+// the tracer spans of the code it measures, and a child started from its
+// context on the same goroutine is drawn inside it. A span that ends on
+// another goroutine, or that would overlap the goroutine's spans without
+// nesting, is drawn as a nestable async slice ("b"/"e") under the process
+// for its whole duration. A child that began on another goroutine than
+// its parent's gets a flow arrow from its parent to the slice open where
+// it began (the child itself when it is on a track): see
+// tracer.SpanHandle for the details.
+//
+// The span's start carries the span kind, trace id,
 // span id and parent span id; its end carries the span's attributes (up to
 // 24 of them, slices written as JSON text), its status ("Unset", "Ok" or
 // "Error") and the status description. An attribute whose key is one of
@@ -34,20 +47,26 @@
 // is drawn when it was started and ended, not at the times it was given.
 // Only spans the SDK records (sampled, or record-only) reach a processor.
 //
-// Spans are not nested into each other: children that overlap, as
+// Async slices are not nested into each other: children that overlap, as
 // concurrent calls of one request do, cannot nest on one async track
 // without the viewers drawing them wrongly. The parent's id is among the
-// begin's args.
+// start's args.
+//
+// Recording a span costs about 0.75 µs and 6 allocations more than the
+// SDK with a processor that does nothing (BenchmarkProcessor, 2-core VM:
+// 1.29 µs against 0.55 µs), a child span in an open parent about 1.2 µs
+// and 8 allocations: the span's ids as text, its args, and the table of
+// open spans that finds a child's parent.
 package traceotel
 
 import (
 	"context"
-	"encoding/binary"
 	"sync"
 
 	"github.com/gotracer/tracer"
 	"go.opentelemetry.io/otel/attribute"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // maxAttributes is how many of a span's attributes its end event carries:
@@ -60,7 +79,7 @@ var catOTel = tracer.Category("otel")
 // into the tracer WithTracer gives. It is safe for concurrent use.
 type SpanProcessor struct {
 	tr   *tracer.Tracer
-	open sync.Map // trace.SpanID → tracer.Async, from OnStart to OnEnd
+	open sync.Map // trace.SpanID → tracer.SpanHandle, from OnStart to OnEnd
 }
 
 // An Option configures a SpanProcessor.
@@ -91,7 +110,8 @@ func (p *SpanProcessor) tracer() *tracer.Tracer {
 	return tracer.Default()
 }
 
-// OnStart begins the span's async slice. With tracing off it does nothing.
+// OnStart starts the span's tracer.SpanHandle, a child of its parent's if
+// the parent is open in this processor. With tracing off it does nothing.
 func (p *SpanProcessor) OnStart(_ context.Context, s sdktrace.ReadWriteSpan) {
 	t := p.tracer()
 	if t == nil {
@@ -108,13 +128,31 @@ func (p *SpanProcessor) OnStart(_ context.Context, s sdktrace.ReadWriteSpan) {
 	if parent := s.Parent(); parent.HasSpanID() {
 		args = append(args, tracer.String("parent_span_id", parent.SpanID().String()))
 	}
-	a := t.AsyncBeginID(binary.BigEndian.Uint64(id[:]), s.Name(), args...)
-	if a.ID() != 0 {
-		p.open.Store(id, a)
+	var h tracer.SpanHandle
+	if parent, ok := p.parent(s.Parent()); ok {
+		h = parent.StartChild(s.Name(), args...)
+	} else {
+		h = t.StartSpan(s.Name(), args...)
+	}
+	if h.ID() != 0 {
+		p.open.Store(id, h)
 	}
 }
 
-// OnEnd ends the span's async slice, with its attributes and status. A
+// parent returns the SpanHandle of the span whose context is sc, if it is
+// a span of this process still open in p.
+func (p *SpanProcessor) parent(sc trace.SpanContext) (tracer.SpanHandle, bool) {
+	if !sc.IsValid() || sc.IsRemote() {
+		return tracer.SpanHandle{}, false
+	}
+	v, ok := p.open.Load(sc.SpanID())
+	if !ok {
+		return tracer.SpanHandle{}, false
+	}
+	return v.(tracer.SpanHandle), true
+}
+
+// OnEnd ends the span's SpanHandle, with its attributes and status. A
 // span that began while tracing was off is left out.
 func (p *SpanProcessor) OnEnd(s sdktrace.ReadOnlySpan) {
 	v, ok := p.open.LoadAndDelete(s.SpanContext().SpanID())
@@ -132,7 +170,7 @@ func (p *SpanProcessor) OnEnd(s sdktrace.ReadOnlySpan) {
 	for _, kv := range attrs {
 		args = append(args, arg(attrKey(kv.Key, attrs), kv))
 	}
-	v.(tracer.Async).End(args...)
+	v.(tracer.SpanHandle).End(args...)
 }
 
 // reservedKeys are the args the processor writes itself, on the begin or

@@ -28,3 +28,12 @@ node "$here/screenshot.js" "$work/services.json" "$here/services-merged.png" 120
 mkdir "$work/lanes"
 (cd "$work/lanes" && ../services -lanes >/dev/null && ../tracer merge -q -o services.json frontend.json backend.json)
 node "$here/screenshot.js" "$work/lanes/services.json" "$here/services-lanes.png" 1200x900
+
+# otel-nested.png: OpenTelemetry spans through traceotel (examples/otel, a
+# module of its own): server spans nested on the handler's goroutine around
+# its tracer spans, queries nested on their goroutines with flows from the
+# request, a job ended by a worker as an async slice.
+(cd "$root/examples/otel" && go build -o "$work/otel" .)
+mkdir "$work/otel.d"
+(cd "$work/otel.d" && ../otel >/dev/null)
+node "$here/screenshot.js" "$work/otel.d/otel.json" "$here/otel-nested.png" 1200x1000
