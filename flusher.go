@@ -44,33 +44,13 @@ type flusher struct {
 
 	forgotten atomic.Uint64 // open spans given up: see pop and maxOpenSpans
 
-	sentEnds []sentEnd // E events in batches not yet written: see takeFailures
-	resend   []sentEnd // E events of failed writes, to write again
-	kept     []slot    // span ends kept aside, in time order: see keepEnd
+	kept []slot // span ends kept aside, in time order: see keepEnd
 
 	imp importState // events from outside the lanes: see imported.go
 
 	// giveUp, while Flush encodes on its caller's goroutine, fires at the
 	// stop timeout: a pass waiting for a free batch then stops early.
 	giveUp <-chan time.Time
-}
-
-// A sentEnd is an E event in a batch the writer has not written yet, kept
-// so that a failed write does not leave its B, already in the file,
-// without an end.
-type sentEnd struct {
-	start   slot
-	rest    []slot
-	endArgs []slot
-	at      int64
-	tid     uint64 // the lane it is drawn on, with lanes
-	batch   uint64 // the batch that holds the E
-	off     int    // where in it
-	b       struct {
-		batch uint64 // the batch that held the B
-		off   int
-		lost  bool // in a failed write
-	}
 }
 
 // A cursor walks one lane during a pass; the lane keeps its position.
@@ -232,7 +212,6 @@ func (f *flusher) pass(block bool) bool {
 	if !f.startBatch(block) {
 		return false
 	}
-	f.writeResent()
 	cut := f.clock.cut()
 	f.takeKeptEnds()
 	f.cursors = f.cursors[:0]
@@ -491,77 +470,43 @@ func (f *flusher) send() {
 
 // takeFailures brings the encoder up to date with the writes that failed.
 // Events before the point where a write failed reached the sink (see
-// failure). Of those after it, the spans whose B event they held are
-// written again (or become X events), and the E events whose B is in the
-// file are written again: an E without its B breaks chrome://tracing, and
-// a B without its E draws a span to the end of the trace over every later
-// span of its goroutine. Goroutine names and the drop counter are written
+// failure). Of those after it, the spans still open whose B event they
+// held are written again (or become X events); the E events whose B is in
+// the file the writer itself writes again, before anything later (see
+// writer.carryEnds). Goroutine names and the drop counter are written
 // again too.
 func (f *flusher) takeFailures() {
-	done := f.out.done.Load() // first: a failure is listed before done passes it
 	for _, fl := range f.out.takeFailures() {
 		f.open.unwrite(fl)
-		for i := range f.sentEnds {
-			e := &f.sentEnds[i]
-			if e.b.batch == fl.seq && e.b.off >= fl.delivered {
-				e.b.lost = true
-			}
-			if e.batch == fl.seq && e.off >= fl.delivered && !e.b.lost {
-				f.resend = append(f.resend, *e)
-			}
-		}
 		if f.names != nil {
 			f.names.newFile()
 		}
 		f.reportedDrops = math.MaxUint64
 	}
-	// The E events of written batches need nothing more.
-	keep := f.sentEnds[:0]
-	for _, e := range f.sentEnds {
-		if e.batch >= done {
-			keep = append(keep, e)
-		}
-	}
-	clear(f.sentEnds[len(keep):])
-	f.sentEnds = keep
-}
-
-// writeResent writes again the E events of failed writes.
-func (f *flusher) writeResent() {
-	for i := range f.resend {
-		e := &f.resend[i]
-		f.writeEnd(&e.start, e.rest, e.endArgs, e.at, e.b.batch, e.b.off, e.tid)
-	}
-	clear(f.resend)
-	f.resend = f.resend[:0]
 }
 
 // writeEnd writes the E event, at time at and with endArgs, of a span
-// whose B event is in batch bBatch at bOff, and keeps it until its batch
-// is written. With lanes, tid is the lane of its B, or 0 for the one its
-// goroutine holds.
+// whose B event is in batch bBatch at bOff, and tells the writer where
+// both are, should a write fail (see writer.unpair and writer.carryEnds).
+// With lanes, tid is the lane of its B, or 0 for the one its goroutine
+// holds.
 func (f *flusher) writeEnd(start *slot, rest, endArgs []slot, at int64, bBatch uint64, bOff int, tid uint64) {
-	e := sentEnd{start: *start, rest: rest, at: at, batch: f.batch, off: len(f.enc.buf)}
 	if f.shared != nil {
 		if tid == 0 {
 			tid = f.shared.tid(start.gid())
 		}
-		e.tid, f.enc.tidNext = tid, tid
+		f.enc.tidNext = tid
 	}
-	if len(endArgs) > 0 {
-		e.endArgs = append([]slot(nil), endArgs...) // they are in a chunk the lane reuses
-	}
-	e.b.batch, e.b.off = bBatch, bOff
-	f.sentEnds = append(f.sentEnds, e)
+	off := len(f.enc.buf)
 	f.enc.end(start, rest, endArgs, at)
 	f.pending++
-	if bBatch < f.batch && f.cur != nil {
-		// Its B is in a batch queued before: tell the writer where the
-		// E's phase is, should that batch fail before the B (see
-		// writer.unpair).
-		line := f.enc.buf[e.off:]
+	if f.cur != nil {
+		line := f.enc.buf[off:]
 		if i := bytes.Index(line, []byte(`"ph":"E"`)); i >= 0 {
-			f.cur.ends = append(f.cur.ends, endRef{phase: e.off + i + len(`"ph":"`), bBatch: bBatch, bOff: bOff})
+			f.cur.ends = append(f.cur.ends, endRef{
+				start: off, end: len(f.enc.buf), phase: off + i + len(`"ph":"`),
+				bBatch: bBatch, bOff: bOff,
+			})
 		}
 	}
 }

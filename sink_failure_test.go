@@ -322,3 +322,41 @@ func TestQueuedEndOfLostBegin(t *testing.T) {
 	require.Len(t, inst, 1, "the span's end is in the trace, as an instant")
 	assert.EqualValues(t, 200, inst[0].Args["status"])
 }
+
+// TestLostEndKeepsItsPlace fails the write that holds a span's E, whose B
+// is in the file, while the encoder has already queued the B of the
+// goroutine's next span of the same name. The lost E must reach the file
+// before that B: written after it, it would end the newer span, before
+// that span began (seen in TestReentry under load: "E before its B").
+func TestLostEndKeepsItsPlace(t *testing.T) {
+	w := &gatedWriter{arrived: make(chan struct{}), release: make(chan error)}
+	pass := func() { <-w.arrived; w.release <- nil }
+	go pass() // the header
+	tr, err := NewWithWriter(w, WithErrorHandler(func(error) {}), WithFlushInterval(2*time.Millisecond))
+	require.NoError(t, err)
+	end1 := tr.LongSpan("job", Int("n", 1))
+	pass() // the batch with the first B
+	end1()
+	<-w.arrived // the batch with the first E: held
+	end2 := tr.LongSpan("job", Int("n", 2))
+	require.Eventually(t, func() bool { return len(tr.flusher.out.queue) > 0 },
+		2*time.Second, time.Millisecond, "a pass queues the batch with the second B")
+	w.release <- errors.New("disk full") // the first E is lost
+	go func() {
+		for range w.arrived {
+			w.release <- nil
+		}
+	}()
+	time.Sleep(10 * time.Millisecond)
+	end2()
+	require.ErrorContains(t, tr.Close(), "disk full")
+	close(w.arrived)
+
+	evs := parseStream(t, w.buf.Bytes())
+	tracks := checkTracks(t, evs) // E after its own B, and nesting
+	jobs := tracecheck.SlicesNamed(tracks, "job")
+	require.Len(t, jobs, 2, "both spans, each with its end")
+	assert.EqualValues(t, 1, jobs[0].Args["n"])
+	assert.EqualValues(t, 2, jobs[1].Args["n"])
+	assert.LessOrEqual(t, jobs[0].End, jobs[1].Start, "the first ends before the second begins")
+}

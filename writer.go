@@ -40,14 +40,15 @@ type batch struct {
 	events  int    // events in buf, for Stats
 	seq     uint64 // the encoder's number for it: names the B events it holds
 	done    chan error
-	ends    []endRef // its E events whose B is in an earlier batch
+	ends    []endRef // its E events
 }
 
-// An endRef is an E event in a batch whose B is in an earlier one.
+// An endRef is an E event in a batch, and where its B is.
 type endRef struct {
-	phase  int    // where in the batch the E's phase letter is
-	bBatch uint64 // the batch that holds its B
-	bOff   int    // where in it
+	start, end int    // the E's line in the batch
+	phase      int    // where in the batch its phase letter is
+	bBatch     uint64 // the batch that holds its B
+	bOff       int    // where in it
 }
 
 // A writer is the goroutine that hands encoded batches to the sink, and
@@ -64,7 +65,9 @@ type writer struct {
 	free   chan *batch
 	exited chan struct{}
 
-	lostFrom []failure // the last failed writes, for unpair
+	lostFrom []failure // the last failed writes: see unpair
+	carry    []byte    // E events to write before the next batch: see carryEnds
+	joined   []byte    // carry and the next batch, for one write
 
 	busySince atomic.Int64  // nanotime when the write under way started, 0 when none is
 	done      atomic.Uint64 // batches written or failed: every batch below it, by seq
@@ -130,22 +133,35 @@ func (w *writer) run() {
 func (w *writer) finish() error {
 	close(w.queue)
 	<-w.exited
+	w.lost.Add(uint64(eventsIn(w.carry))) // no write came after the one that failed
 	w.mu.Lock()
 	err := w.errs.take()
 	w.mu.Unlock()
 	return errors.Join(err, w.sink.Close())
 }
 
-// write writes p, the events of b, to the sink.
+// write writes p, the events of b, to the sink, after the E events a
+// failed write carried over (see carryEnds).
 func (w *writer) write(b *batch, p []byte) {
 	if len(p) == 0 {
 		return
 	}
+	q, nc := p, len(w.carry)
+	if nc > 0 {
+		w.joined = append(append(w.joined[:0], w.carry...), p...)
+		q = w.joined
+	}
 	w.busySince.Store(nanotime())
-	n, err := w.sink.Write(p)
+	n, err := w.sink.Write(q)
 	w.busySince.Store(0)
 	w.bytes.Add(uint64(n))
 	w.flushes.Inc()
+	if nc > 0 {
+		done := min(n, nc)
+		w.events.Add(uint64(eventsIn(w.carry[:done])))
+		w.carry = w.carry[:copy(w.carry, w.carry[done:])]
+		n -= done
+	}
 	if err != nil {
 		w.sinkErrors.Inc()
 		w.mu.Lock()
@@ -153,10 +169,11 @@ func (w *writer) write(b *batch, p []byte) {
 			// The events before n reach the sink (a stream completes a cut
 			// event with its next write: see writerSink); the rest are
 			// lost, and the encoder writes again what it must.
-			delivered := min(eventsIn(p[:n]), b.events)
-			w.events.Add(uint64(delivered))
-			w.lost.Add(uint64(b.events - delivered))
 			fl := failure{seq: b.seq, delivered: len(b.buf) - len(p) + n}
+			delivered := min(eventsIn(p[:n]), b.events)
+			carried := w.carryEnds(b, fl.delivered)
+			w.events.Add(uint64(delivered))
+			w.lost.Add(uint64(max(b.events-delivered-carried, 0)))
 			w.failed = append(w.failed, fl)
 			w.lostFrom = append(w.lostFrom[max(0, len(w.lostFrom)-recentFailures+1):], fl)
 		} else {
@@ -171,6 +188,35 @@ func (w *writer) write(b *batch, p []byte) {
 	if w.files != nil {
 		w.ratio.Store(math.Float64bits(w.files.ratio()))
 	}
+}
+
+// carryEnds keeps, to write before the next batch, the E events of b that
+// its failed write lost (those from delivered on) and whose B is in the
+// file, and returns how many. An E without its B breaks chrome://tracing,
+// a B without its E draws a span over all that follows on its track, and
+// the encoder, which learns of the failure only later, has queued more
+// batches meanwhile: written again by the encoder, the E would come after
+// the goroutine's later events, and end the wrong span.
+func (w *writer) carryEnds(b *batch, delivered int) int {
+	n := 0
+	for _, e := range b.ends {
+		if e.start < delivered || e.bBatch == b.seq && e.bOff >= delivered || w.lostB(e) {
+			continue
+		}
+		w.carry = append(w.carry, b.buf[e.start:e.end]...)
+		n++
+	}
+	return n
+}
+
+// lostB reports whether the B of E e was in a write that failed before it.
+func (w *writer) lostB(e endRef) bool {
+	for _, fl := range w.lostFrom {
+		if fl.seq == e.bBatch && e.bOff >= fl.delivered {
+			return true
+		}
+	}
+	return false
 }
 
 // fail reports an error of the sink that no write returned, such as a
@@ -192,10 +238,8 @@ const recentFailures = queueBatches + 1
 // still open again (see flusher.takeFailures).
 func (w *writer) unpair(b *batch) {
 	for _, e := range b.ends {
-		for _, fl := range w.lostFrom {
-			if fl.seq == e.bBatch && e.bOff >= fl.delivered {
-				b.buf[e.phase] = 'i'
-			}
+		if e.bBatch < b.seq && w.lostB(e) {
+			b.buf[e.phase] = 'i'
 		}
 	}
 }
@@ -293,14 +337,20 @@ func (r *repeatedError) Unwrap() error { return r.err }
 // be started, the current file goes on, and the batch's events are
 // written to it without the new file's head.
 func (w *writer) rotate(b *batch) {
-	errs, err := w.files.cut(b.end)
+	end := b.end
+	if len(w.carry) > 0 {
+		// The carried E events end spans of the file being ended.
+		end = append(w.carry, b.end...)
+	}
+	errs, err := w.files.cut(end)
 	for _, err := range errs {
 		w.fail(err)
 	}
 	if err != nil {
 		w.fail(err)
-		w.write(b, b.buf[b.headLen:])
+		w.write(b, b.buf[b.headLen:]) // the carry too: the file goes on
 		return
 	}
+	w.carry = w.carry[:0]
 	w.write(b, b.buf)
 }
