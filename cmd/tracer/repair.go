@@ -17,7 +17,7 @@ func runRepair(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("repair", "[-o OUT | -i] [-close-open] [-q] FILE", stderr)
 	out := fs.String("o", "", "write to `OUT` (default FILE.repaired.json, or .json.gz; - for standard output)")
 	inPlace := fs.Bool("i", false, "replace FILE, atomically")
-	closeOpen := fs.Bool("close-open", false, "end spans still open (B without E) at the last timestamp")
+	closeOpen := fs.Bool("close-open", false, "end spans and async slices still open (B without E, b without e) at the last timestamp")
 	quiet := fs.Bool("q", false, "no progress bar and no report")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -117,7 +117,7 @@ func repair(path, dst string, closeOpen, inPlace, quiet bool, stdout, report io.
 		o.Abort()
 		return fmt.Errorf("%s: %s: left as it is", path, notJSON)
 	}
-	if inPlace && problems == 0 && (!closeOpen || len(a.Open()) == 0) {
+	if inPlace && problems == 0 && (!closeOpen || len(a.Open())+len(a.OpenAsyncs()) == 0) {
 		o.Abort() // the file is left byte for byte as it was
 		fmt.Fprintf(report, "%s: nothing to repair; left as it is\n", path)
 		return nil
@@ -126,6 +126,10 @@ func repair(path, dst string, closeOpen, inPlace, quiet bool, stdout, report io.
 	if closeOpen {
 		for _, s := range a.Open() {
 			o.event(endEvent(s, a.MaxTS))
+			closed++
+		}
+		for _, s := range a.OpenAsyncs() {
+			o.event(asyncEndEvent(s, a.MaxTS))
 			closed++
 		}
 	}
@@ -144,7 +148,7 @@ func repair(path, dst string, closeOpen, inPlace, quiet bool, stdout, report io.
 	}
 	if closed > 0 {
 		did = append(did, fmt.Sprintf("closed %d open spans at ts %s", closed, tracefile.AppendMicros(nil, a.MaxTS)))
-	} else if open := len(a.Open()); open > 0 {
+	} else if open := len(a.Open()) + len(a.OpenAsyncs()); open > 0 {
 		did = append(did, fmt.Sprintf("left %d spans open (-close-open ends them)", open))
 	}
 	if len(did) == 0 {
@@ -155,6 +159,35 @@ func repair(path, dst string, closeOpen, inPlace, quiet bool, stdout, report io.
 	}
 	fmt.Fprintf(report, "%s: %s; wrote %d events to %s\n", path, strings.Join(did, ", "), o.events, dst)
 	return nil
+}
+
+// asyncEndEvent returns the e event that ends the open async slice s at
+// ts: same name, category, scope and id, so both viewers pair them.
+func asyncEndEvent(s trace.OpenAsync, ts int64) []byte {
+	name := s.Name
+	if name == nil {
+		name = []byte(`""`)
+	}
+	b := append([]byte(`{"name":`), name...)
+	if s.Cat != nil {
+		b = append(append(b, `,"cat":`...), s.Cat...)
+	}
+	b = append(b, `,"ph":"e","ts":`...)
+	b = tracefile.AppendMicros(b, ts)
+	for _, f := range []struct {
+		key string
+		val []byte
+	}{{`,"pid":`, s.Pid}, {`,"tid":`, s.Tid}, {`,"scope":`, s.Scope}} {
+		if f.val != nil {
+			b = append(append(b, f.key...), f.val...)
+		}
+	}
+	if s.IDLocal {
+		b = append(append(append(b, `,"id2":{"local":`...), s.ID...), '}')
+	} else {
+		b = append(append(b, `,"id":`...), s.ID...)
+	}
+	return append(b, `,"args":{"closed_by":"tracer repair"}}`...)
 }
 
 // endEvent returns the E event that ends the open span s at ts.

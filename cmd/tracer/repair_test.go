@@ -136,6 +136,45 @@ func TestRepairCrashed(t *testing.T) {
 	importers(t, outs...)
 }
 
+// TestRepairClosesOpenAsyncs checks that -close-open ends async slices
+// still open (a file cut between an async b and its e, as a crash leaves
+// it), each with an e that both viewers pair with its b: same name,
+// category, scope and id, id2.local or id as the b had it.
+func TestRepairClosesOpenAsyncs(t *testing.T) {
+	dir := t.TempDir()
+	in := writeFile(t, dir, "cut.json", "[\n"+
+		`{"name":"upload","cat":"io","ph":"b","ts":10,"pid":7,"tid":3,"id2":{"local":"0x2eb"}},`+"\n"+
+		`{"name":"fetch","cat":"net","ph":"b","ts":11,"pid":7,"tid":4,"scope":"db","id":"0x1"},`+"\n"+
+		`{"name":"done","cat":"net","ph":"b","ts":12,"pid":7,"tid":4,"id":"0x2"},`+"\n"+
+		`{"name":"done","cat":"net","ph":"e","ts":13,"pid":7,"tid":4,"id":"0x2"},`+"\n"+
+		`{"name":"step","ph":"X","ts":20,"dur":5,"pid":7,"tid":3},`+"\n")
+	out := filepath.Join(dir, "repaired.json")
+	code, _, stderr := runCmd("repair", "-close-open", "-o", out, in)
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, stderr, "closed 2 open spans")
+	evs := strictEvents(t, out)
+	ends := map[string]map[string]any{}
+	for _, e := range evs {
+		if e["ph"] == "e" && e["args"] != nil {
+			ends[e["name"].(string)] = e
+		}
+	}
+	require.Len(t, ends, 2)
+	assert.Equal(t, map[string]any{"local": "0x2eb"}, ends["upload"]["id2"])
+	assert.Equal(t, "io", ends["upload"]["cat"])
+	assert.EqualValues(t, 25, ends["upload"]["ts"], "at the last timestamp")
+	assert.Equal(t, "0x1", ends["fetch"]["id"])
+	assert.Equal(t, "db", ends["fetch"]["scope"])
+	problems, _, err := checkFile(out, true, func(tracefile.Problem) {})
+	require.NoError(t, err)
+	assert.Empty(t, problems)
+	importers(t, out)
+
+	code, _, stderr = runCmd("repair", "-o", filepath.Join(dir, "kept.json"), in)
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, stderr, "left 2 spans open (-close-open ends them)")
+}
+
 // importers loads files in Perfetto's trace_processor and in catapult
 // (chrome://tracing) with the tools in ../shared/importers, and checks
 // that both load them without error.

@@ -5,7 +5,10 @@
 package trace
 
 import (
+	"bytes"
+	"cmp"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/gotracer/tracer/internal/tracefile"
@@ -55,7 +58,7 @@ type Analyzer struct {
 	tracks     map[trackKey]*track
 	trackList  []*track
 	strIDs     map[string]int64
-	async      map[string]int32
+	async      map[string][]OpenAsync // open async slices, by category, scope and id: a stack each
 	asyncKey   []byte
 	counterIdx map[string]int32
 	counterKey []byte
@@ -119,7 +122,7 @@ func NewAnalyzer() *Analyzer {
 		nameIdx:    map[string]int32{},
 		tracks:     map[trackKey]*track{},
 		strIDs:     map[string]int64{},
-		async:      map[string]int32{},
+		async:      map[string][]OpenAsync{},
 		counterIdx: map[string]int32{},
 		procIdx:    map[int64]*Process{},
 		flows:      map[string]int32{},
@@ -374,19 +377,52 @@ func (a *Analyzer) asyncEvent(e *tracefile.Event, ph byte) {
 	a.asyncKey = k
 	switch ph {
 	case 'b':
-		a.async[string(k)]++
+		a.async[string(k)] = append(a.async[string(k)], OpenAsync{
+			Name: quoted(e.Name), Cat: quoted(e.Cat), Scope: quoted(e.Scope),
+			ID: bytes.Clone(e.ID), IDLocal: e.IDLocal,
+			Pid: bytes.Clone(e.Pid.Raw), Tid: bytes.Clone(e.Tid.Raw), TS: e.TS,
+		})
 	case 'e':
-		n, ok := a.async[string(k)]
+		st, ok := a.async[string(k)]
 		if !ok {
 			a.problem(e.Line, KindAsync, "an async e event (cat %q, id %s) with no b open", e.Cat.String(), e.ID)
 			return
 		}
-		if n <= 1 {
+		if len(st) <= 1 {
 			delete(a.async, string(k))
 		} else {
-			a.async[string(k)] = n - 1
+			a.async[string(k)] = st[:len(st)-1]
 		}
 	}
+}
+
+// An OpenAsync is an async slice whose b has no e yet: what an e event
+// needs to end it. Its strings are JSON, quotes included (nil when
+// absent).
+type OpenAsync struct {
+	Name, Cat, Scope []byte
+	ID               []byte // as written
+	IDLocal          bool   // from id2.local
+	Pid, Tid         []byte // as written
+	TS               int64
+}
+
+// quoted returns s as a JSON string, as it was written, or nil if absent.
+func quoted(s tracefile.Str) []byte {
+	if !s.Set {
+		return nil
+	}
+	return append(append([]byte{'"'}, s.Raw...), '"')
+}
+
+// OpenAsyncs returns the async slices still open, oldest first.
+func (a *Analyzer) OpenAsyncs() []OpenAsync {
+	var o []OpenAsync
+	for _, st := range a.async {
+		o = append(o, st...)
+	}
+	slices.SortStableFunc(o, func(x, y OpenAsync) int { return cmp.Compare(x.TS, y.TS) })
+	return o
 }
 
 func (a *Analyzer) flow(e *tracefile.Event, ph byte) {
