@@ -69,8 +69,7 @@ type writer struct {
 	carry    []byte    // E events to write before the next batch: see carryEnds
 	joined   []byte    // carry and the next batch, for one write
 
-	busySince atomic.Int64  // nanotime when the write under way started, 0 when none is
-	done      atomic.Uint64 // batches written or failed: every batch below it, by seq
+	busySince atomic.Int64 // nanotime when the write under way started, 0 when none is
 
 	mu     sync.Mutex
 	failed []failure  // batches whose write failed, for the encoder to unwrite
@@ -120,7 +119,6 @@ func (w *writer) run() {
 			w.unpair(b)
 			w.write(b, b.buf)
 		}
-		w.done.Store(b.seq + 1) // after a failure is in w.failed
 		b.buf, b.end = b.buf[:0], b.end[:0]
 		w.free <- b
 		w.progress.broadcast()
@@ -157,10 +155,10 @@ func (w *writer) write(b *batch, p []byte) {
 	w.bytes.Add(uint64(n))
 	w.flushes.Inc()
 	if nc > 0 {
-		done := min(n, nc)
-		w.events.Add(uint64(eventsIn(w.carry[:done])))
-		w.carry = w.carry[:copy(w.carry, w.carry[done:])]
-		n -= done
+		sent := min(n, nc)
+		w.events.Add(uint64(eventsIn(w.carry[:sent])))
+		w.carry = w.carry[:copy(w.carry, w.carry[sent:])]
+		n -= sent
 	}
 	if err != nil {
 		w.sinkErrors.Inc()
