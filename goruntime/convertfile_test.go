@@ -132,7 +132,10 @@ func TestConvertBadInput(t *testing.T) {
 		{name: "header only", data: data[:16], wantErr: true},
 		{name: "truncated in the middle", data: data[:len(data)/2], wantErr: true},
 		{name: "truncated near the end", data: data[:len(data)-7], wantErr: true},
-		{name: "bytes flipped", data: flipped, wantErr: true},
+		// Flipped bytes that land in string or stack data still parse
+		// (seen in CI, about one run in twenty): no error is promised,
+		// only no crash and a loadable file.
+		{name: "bytes flipped", data: flipped},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path, _, err := convertFile(t, tc.data, ConvertConfig{})
