@@ -639,11 +639,11 @@ func (f *flusher) reopenSpans() { f.open.appendBegins(&f.enc, true) }
 // goroutine helping) it stops when no batch is free; the rest waits for
 // the next pass.
 func (f *flusher) drainImported(block bool) {
-	src := f.imp.src.Load()
-	if src == nil {
-		return
-	}
 	for f.cur != nil {
+		src := f.imp.src.Load() // each time: Detach may have come meanwhile
+		if src == nil {
+			return
+		}
 		var n int
 		var more bool
 		f.enc.buf, n, more = src.Drain(f.enc.buf, f.batchLimit-len(f.enc.buf))

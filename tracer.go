@@ -118,8 +118,8 @@ func newTracer(s sink, o options) (*Tracer, error) {
 	empty := lanes{}
 	t.lanes.Store(&empty)
 	t.categories.Store(o.categories)
+	chooseClock() // first: it reads files, which must not come between the two clocks
 	wall := time.Now()
-	chooseClock()
 	t.base = t.flusher.clock.start()
 	t.flusher.init(t, s, wall)
 	if err := t.flusher.writeHeader(); err != nil {
