@@ -1,14 +1,11 @@
 package tracer
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -398,16 +395,7 @@ func TestSpanHandleCrashChild(t *testing.T) {
 	defer moved.End()
 	h := tr.StartSpan("server", String("route", "/upload"))
 	defer h.End()
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
-		data, err := os.ReadFile(path)
-		require.NoError(t, err)
-		if bytes.Contains(data, []byte(`{"name":"server","ph":"B"`)) && bytes.Contains(data, []byte(`{"name":"moved","cat":"span","ph":"b"`)) {
-			os.Stdout.WriteString("READY\n")
-			select {}
-		}
-		time.Sleep(time.Millisecond)
-	}
-	t.Fatal("the flusher did not write the open SpanHandles")
+	readyOnceWritten(t, path, `{"name":"server","ph":"B"`, `{"name":"moved","cat":"span","ph":"b"`)
 }
 
 // TestSpanHandleVisibleAfterKill: the file a killed process leaves shows
@@ -416,15 +404,7 @@ func TestSpanHandleCrashChild(t *testing.T) {
 func TestSpanHandleVisibleAfterKill(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "open.json")
 	cmd := childtest.Command("TestSpanHandleCrashChild", anyChildEnv+"="+path)
-	out, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	lines := bufio.NewScanner(out)
-	ready := false
-	for !ready && lines.Scan() {
-		ready = strings.Contains(lines.Text(), "READY")
-	}
-	require.True(t, ready, "the child gave up waiting for its events")
+	childtest.StartReady(t, cmd)
 	require.NoError(t, cmd.Process.Kill())
 	cmd.Wait()
 

@@ -3,7 +3,6 @@
 package tracer
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"os"
@@ -85,12 +84,7 @@ func TestAutoEnable(t *testing.T) {
 			cmd := childtest.Command("TestAutoChild", autoChildEnv+"="+tc.mode, EnvFile+"="+path)
 			cmd.Env = append(cmd.Env, tc.env...)
 			if strings.HasPrefix(tc.mode, "signal") || tc.mode == "own handler" {
-				out, err := cmd.StdoutPipe()
-				require.NoError(t, err)
-				require.NoError(t, cmd.Start())
-				lines := bufio.NewScanner(out)
-				for lines.Scan() && lines.Text() != "READY" {
-				}
+				lines := childtest.StartReady(t, cmd)
 				time.Sleep(200 * time.Millisecond) // flushes (TRACER_FLUSH=10ms) before the signal
 				require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
 				if tc.mode == "own handler" {
@@ -98,7 +92,7 @@ func TestAutoEnable(t *testing.T) {
 					assert.Equal(t, "SIGNALS 1", lines.Text(), "tracing changes nothing in the program's signals")
 					require.NoError(t, cmd.Wait())
 				} else {
-					err = cmd.Wait()
+					err := cmd.Wait()
 					var exit *exec.ExitError
 					require.True(t, errors.As(err, &exit), "the child must die of the signal: %v", err)
 					assert.Equal(t, syscall.SIGTERM, exit.Sys().(syscall.WaitStatus).Signal())

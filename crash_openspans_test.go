@@ -1,13 +1,10 @@
 package tracer
 
 import (
-	"bufio"
-	"bytes"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -53,16 +50,7 @@ func TestOpenSpansChild(t *testing.T) {
 	for i := range 100 {
 		tr.Span("short", Int("i", i))()
 	}
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
-		data, err := os.ReadFile(path)
-		require.NoError(t, err)
-		if bytes.Contains(data, []byte(`{"name":"query","ph":"B"`)) && bytes.Contains(data, []byte(`{"name":"decode","ph":"B"`)) {
-			os.Stdout.WriteString("READY\n")
-			select {}
-		}
-		time.Sleep(time.Millisecond)
-	}
-	t.Fatal("the flusher did not write the long spans as B events")
+	readyOnceWritten(t, path, `{"name":"query","ph":"B"`, `{"name":"decode","ph":"B"`)
 }
 
 // TestOpenSpansVisibleAfterKill: the file a killed process leaves shows
@@ -71,15 +59,7 @@ func TestOpenSpansChild(t *testing.T) {
 func TestOpenSpansVisibleAfterKill(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "open.json")
 	cmd := childtest.Command("TestOpenSpansChild", openChildEnv+"="+path)
-	out, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	lines := bufio.NewScanner(out)
-	ready := false
-	for !ready && lines.Scan() {
-		ready = strings.Contains(lines.Text(), "READY")
-	}
-	require.True(t, ready, "the child gave up waiting for its B events")
+	childtest.StartReady(t, cmd)
 	require.NoError(t, cmd.Process.Kill())
 	cmd.Wait()
 

@@ -3,7 +3,6 @@
 package tracer
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
 	"io"
@@ -91,17 +90,11 @@ func holdChild(t *testing.T, word string, env ...string) (*exec.Cmd, io.WriteClo
 	cmd.Stderr = &stderr
 	in, err := cmd.StdinPipe()
 	require.NoError(t, err)
-	out, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	lines := bufio.NewScanner(out)
-	for lines.Scan() && lines.Text() != "READY" {
-	}
-	if lines.Text() != "READY" {
-		cmd.Wait() // before reading stderr, which it writes
-		t.Fatalf("the child never got ready; stderr: %s", stderr.String())
-	}
-	go io.Copy(io.Discard, out)
+	lines := childtest.StartReady(t, cmd)
+	go func() {
+		for lines.Scan() { // drain what the child says after READY
+		}
+	}()
 	return cmd, in, &stderr
 }
 

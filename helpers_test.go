@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/gotracer/tracer/internal/tracecheck"
 	"github.com/gotracer/tracer/internal/tracefile"
@@ -119,4 +120,24 @@ func (l *errorLog) matching(sub string) []string {
 		}
 	}
 	return out
+}
+
+// readyOnceWritten is the end of a child process that a test kills: it
+// waits until the trace at path holds every one of needles, says READY
+// (see childtest.StartReady), and blocks until it is killed.
+func readyOnceWritten(t *testing.T, path string, needles ...string) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		data, err := os.ReadFile(path)
+		require.NoError(t, err)
+		all := true
+		for _, n := range needles {
+			all = all && bytes.Contains(data, []byte(n))
+		}
+		if all {
+			os.Stdout.WriteString("READY\n")
+			select {}
+		}
+	}
+	t.Fatalf("the flusher did not write %q in time", needles)
 }

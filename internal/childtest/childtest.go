@@ -17,12 +17,14 @@
 package childtest
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
+	"strings"
 	"testing"
 	"time"
 )
@@ -58,4 +60,36 @@ func Run(t testing.TB, test string, timeout time.Duration, env ...string) (strin
 		return stdout.String(), fmt.Errorf("child %s: %w; stdout:\n%s\nstderr:\n%s", test, err, stdout.String(), stderr.String())
 	}
 	return stdout.String(), nil
+}
+
+// StartReady starts cmd, a child made with Command, and returns once it
+// has printed a line READY, with the scanner of its standard output
+// positioned after it. It fails the test, with the child's standard
+// error, if the child ends first. The caller ends the child (kills it,
+// signals it, closes its stdin) and waits for it.
+func StartReady(t testing.TB, cmd *exec.Cmd) *bufio.Scanner {
+	t.Helper()
+	stderr, ok := cmd.Stderr.(*bytes.Buffer)
+	if !ok && cmd.Stderr == nil {
+		stderr = new(bytes.Buffer)
+		cmd.Stderr = stderr
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := bufio.NewScanner(out)
+	for lines.Scan() {
+		if strings.TrimSpace(lines.Text()) == "READY" {
+			return lines
+		}
+	}
+	// Wait before reading stderr, which the child writes; a nil buffer
+	// (the caller's stderr is not one) prints <nil>.
+	cmd.Wait()
+	t.Fatalf("childtest: the child ended before it was ready; stderr:\n%s", stderr)
+	return nil
 }
