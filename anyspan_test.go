@@ -403,15 +403,7 @@ func TestSpanHandleCrashChild(t *testing.T) {
 // b of its async slice.
 func TestSpanHandleVisibleAfterKill(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "open.json")
-	cmd := childtest.Command("TestSpanHandleCrashChild", anyChildEnv+"="+path)
-	childtest.StartReady(t, cmd)
-	require.NoError(t, cmd.Process.Kill())
-	cmd.Wait()
-
-	data, err := os.ReadFile(path)
-	require.NoError(t, err)
-	evs := readCrashed(t, data)
-	checkTracks(t, evs)
+	evs := killReady(t, childtest.Command("TestSpanHandleCrashChild", anyChildEnv+"="+path), path)
 	request, server := find(t, evs, "B", "request"), find(t, evs, "B", "server")
 	assert.Equal(t, request.Tid, server.Tid)
 	assert.LessOrEqual(t, request.Ts, server.Ts)

@@ -58,15 +58,7 @@ func TestOpenSpansChild(t *testing.T) {
 // spans that had ended as compact X events.
 func TestOpenSpansVisibleAfterKill(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "open.json")
-	cmd := childtest.Command("TestOpenSpansChild", openChildEnv+"="+path)
-	childtest.StartReady(t, cmd)
-	require.NoError(t, cmd.Process.Kill())
-	cmd.Wait()
-
-	data, err := os.ReadFile(path)
-	require.NoError(t, err)
-	evs := readCrashed(t, data)
-	checkTracks(t, evs)
+	evs := killReady(t, childtest.Command("TestOpenSpansChild", openChildEnv+"="+path), path)
 
 	argsOf := func(args []Arg) map[string]any {
 		m := map[string]any{}

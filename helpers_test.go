@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/gotracer/tracer/internal/childtest"
 	"github.com/gotracer/tracer/internal/tracecheck"
 	"github.com/gotracer/tracer/internal/tracefile"
 	"github.com/stretchr/testify/require"
@@ -140,4 +142,19 @@ func readyOnceWritten(t *testing.T, path string, needles ...string) {
 		}
 	}
 	t.Fatalf("the flusher did not write %q in time", needles)
+}
+
+// killReady starts cmd, kills it with SIGKILL once it is READY (see
+// readyOnceWritten), and returns the events of the trace it left at path,
+// whose tracks must nest.
+func killReady(t *testing.T, cmd *exec.Cmd, path string) []event {
+	t.Helper()
+	childtest.StartReady(t, cmd)
+	require.NoError(t, cmd.Process.Kill())
+	cmd.Wait()
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	evs := readCrashed(t, data)
+	checkTracks(t, evs)
+	return evs
 }
