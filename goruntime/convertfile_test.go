@@ -122,6 +122,12 @@ func TestConvertBadInput(t *testing.T) {
 	for i := len(flipped) / 3; i < len(flipped)/3+64; i++ {
 		flipped[i] ^= 0x5a
 	}
+	// The first batch's header, just after the 16-byte file header: its
+	// event type and sizes, which every reader checks.
+	badBatch := bytes.Clone(data)
+	for i := 16; i < 24; i++ {
+		badBatch[i] ^= 0x5a
+	}
 	for _, tc := range []struct {
 		name    string
 		data    []byte
@@ -136,6 +142,7 @@ func TestConvertBadInput(t *testing.T) {
 		// (seen in CI, about one run in twenty): no error is promised,
 		// only no crash and a loadable file.
 		{name: "bytes flipped", data: flipped},
+		{name: "batch header flipped", data: badBatch, wantErr: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path, _, err := convertFile(t, tc.data, ConvertConfig{})
