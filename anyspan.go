@@ -217,7 +217,7 @@ func (f *flusher) popAny(end *slot, rest []slot) {
 	id, endArgs, at := rest[0].num, rest[1:], end.at()
 	st := a.open[id]
 	if st == nil { // ended twice, or forgotten (see maxOpenSpans)
-		f.t.unmatched.Inc()
+		f.r.unmatched.Inc()
 		return
 	}
 	if st.drawn {
@@ -240,7 +240,7 @@ func (f *flusher) popAny(end *slot, rest []slot) {
 	}
 	if i < 0 { // cannot happen: an open SpanHandle not async is on its stack
 		a.done(id, st)
-		f.t.unmatched.Inc()
+		f.r.unmatched.Inc()
 		return
 	}
 	o := &ss[i]

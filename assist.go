@@ -51,18 +51,26 @@ const stallAfter = 500 * time.Millisecond
 // wakeChunks is how many sealed chunks wait before the flusher is woken.
 const wakeChunks = 2
 
+// helper is the flusher as the record path sees it. An interface, so that
+// the record path, below the flusher, does not reach into it; it is called
+// once per chunk, never per event.
+type helper interface {
+	assist()           // encodes what it can, unless a pass is under way
+	sinkStalled() bool // a write has not returned for stallAfter
+	isClosed() bool    // Close's last pass is over: see keepEnd
+}
+
 // sealed is called by the goroutine that sealed chunk c of a lane.
-func (t *Tracer) sealed(*chunk) {
-	n := t.waiting.Inc()
+func (r *recorder) sealed(*chunk) {
+	n := r.waiting.Inc()
 	if n >= wakeChunks {
 		select {
-		case t.wake <- struct{}{}:
+		case r.wake <- struct{}{}:
 		default:
 		}
 	}
-	if n >= assistChunks && t.flushMu.TryLock() {
-		t.flusher.pass(false)
-		t.flushMu.Unlock()
+	if n >= assistChunks {
+		r.helper.assist()
 	}
 }
 
@@ -70,29 +78,26 @@ func (t *Tracer) sealed(*chunk) {
 // if the event must be dropped: the sink is stalled (not in lossless
 // mode), the tracer is closing, or the caller is one of the tracer's own
 // goroutines and the reserve is used up (see reentry.go).
-func (t *Tracer) waitForChunk() *chunk {
-	own := t.onOwnGoroutine()
+func (r *recorder) waitForChunk() *chunk {
+	own := r.onOwnGoroutine()
 	for {
-		if t.flushMu.TryLock() {
-			t.flusher.pass(false)
-			t.flushMu.Unlock()
-		}
-		ch := t.progress.arm()
-		if c := t.pool.get(t.laneCount(), 0); c != nil {
-			t.progress.disarm()
+		r.helper.assist()
+		ch := r.progress.arm()
+		if c := r.pool.get(r.laneCount(), 0); c != nil {
+			r.progress.disarm()
 			return c
 		}
 		if own {
 			// The writer or the flusher itself: waiting would wait for
 			// itself (see reentry.go). Take from the reserve, or drop.
-			t.progress.disarm()
-			return t.pool.get(t.laneCount(), ownReserveChunks)
+			r.progress.disarm()
+			return r.pool.get(r.laneCount(), ownReserveChunks)
 		}
-		if !t.recording.Load() || (!t.opts.lossless && t.flusher.out.stalled()) {
-			t.progress.disarm()
+		if !r.recording.Load() || (!r.lossless && r.helper.sinkStalled()) {
+			r.progress.disarm()
 			return nil
 		}
-		t.progress.wait(ch, t.stop, stallAfter/4)
+		r.progress.wait(ch, r.stop, stallAfter/4)
 	}
 }
 

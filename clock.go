@@ -132,7 +132,7 @@ type anchor struct {
 }
 
 // A timebase converts a tracer's raw readings to nanotime. It belongs to
-// the flusher, under flushMu.
+// the flusher, under the flusher's mu.
 type timebase struct {
 	ring   [anchors]anchor
 	n      int    // anchors taken; the newest is ring[(n-1)%anchors]

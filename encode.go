@@ -2,6 +2,7 @@ package tracer
 
 import (
 	"math"
+	"os"
 	"strconv"
 	"time"
 	"unsafe"
@@ -14,6 +15,9 @@ import (
 // with a marker saying how many bytes were cut, so a runaway value cannot
 // make a trace unloadable.
 const MaxStringLen = jsonenc.MaxStringLen
+
+// processID is the pid written on every event.
+var processID = os.Getpid()
 
 // An encoder turns events into JSON lines: one event per line, each
 // followed by a comma. It appends to buf and never reflects or allocates

@@ -137,8 +137,8 @@ func (r *FlightRecorder) snapshot() ([]byte, error) {
 	if t.onOwnGoroutine() {
 		return nil, reentrant("a FlightRecorder's dump")
 	}
-	t.flushMu.Lock()
-	defer t.flushMu.Unlock()
+	t.flusher.mu.Lock()
+	defer t.flusher.mu.Unlock()
 	f := &t.flusher
 	if f.isClosed() {
 		return nil, ErrClosed

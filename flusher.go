@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"math"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gotracer/tracer/internal/jsonenc"
@@ -14,12 +15,15 @@ import (
 // for the writer and starts a new batch.
 const batchBytes = 256 << 10
 
-// The flusher owns encoding. Its encoding state is guarded by
-// Tracer.flushMu, so the flusher goroutine, a recording goroutine that
-// helps (assist.go), Flush and Close never encode at the same time; its
-// writer (writer.go) runs on a goroutine of its own.
+// The flusher owns encoding. Its encoding state is guarded by mu, so the
+// flusher goroutine, a recording goroutine that helps (assist.go), Flush
+// and Close never encode at the same time; its writer (writer.go) runs on
+// a goroutine of its own.
 type flusher struct {
-	t       *Tracer
+	mu      sync.Mutex
+	r       *recorder // whose lanes it reads
+	opts    *options  // the tracer's, read only
+	base    int64     // nanotime of ts 0
 	enc     encoder
 	wall    time.Time // wall clock of ts 0
 	clock   timebase  // converts the events' raw readings: see clock.go
@@ -59,9 +63,9 @@ type cursor struct {
 	head uint64 // published slots of l.read, as last loaded
 }
 
-func (f *flusher) init(t *Tracer, s sink, wall time.Time) {
-	f.t, f.wall = t, wall
-	f.enc = newEncoder(processID, t.base)
+func (f *flusher) init(r *recorder, o *options, base int64, s sink, wall time.Time) {
+	f.r, f.opts, f.base, f.wall = r, o, base, wall
+	f.enc = newEncoder(processID, base)
 	f.enc.buf = make([]byte, 0, 64<<10)
 	f.batchLimit = batchBytes
 	f.traits = s.traits()
@@ -69,40 +73,55 @@ func (f *flusher) init(t *Tracer, s sink, wall time.Time) {
 		f.names = newTrackNames()
 		f.enc.names = f.names
 	}
-	if t.opts.lanes {
+	if o.lanes {
 		f.shared = newSharedTracks(f.names)
 		f.enc.shared = f.shared
 		f.open.forget = f.shared.abandon
 	}
-	f.out.init(s, t.opts.onError, &t.progress, &t.own.writer)
+	f.out.init(s, o.onError, &r.progress, &r.own.writer)
 }
 
 // run is the flusher goroutine. It encodes when a P seals a chunk (the
 // recording goroutine wakes it) and every flush interval, and gives
-// memory back to the pool every second or so.
-func (t *Tracer) run() {
-	defer close(t.done)
-	t.own.flusher.Store(goroutineID())
-	tick := time.NewTicker(t.opts.flushInterval)
+// memory back to the pool every second or so. It closes done when Close
+// stops it.
+func (f *flusher) run(done chan<- struct{}) {
+	defer close(done)
+	r := f.r
+	r.own.flusher.Store(goroutineID())
+	tick := time.NewTicker(f.opts.flushInterval)
 	defer tick.Stop()
 	lastTrim := time.Now()
 	for {
 		select {
-		case <-t.stop:
+		case <-r.stop:
 			return
-		case <-t.wake:
+		case <-r.wake:
 		case now := <-tick.C:
 			if now.Sub(lastTrim) >= time.Second {
 				lastTrim = now
-				t.pool.trim(t.laneCount() + assistChunks)
+				r.pool.trim(r.laneCount() + assistChunks)
 			}
 		}
-		t.flushMu.Lock()
-		t.flusher.pass(true)
-		t.flushMu.Unlock()
-		t.reportRefusal()
+		f.mu.Lock()
+		f.pass(true)
+		f.mu.Unlock()
+		r.refusal.report(f.opts.onError)
 	}
 }
+
+// assist is a pass by a recording goroutine whose P sealed assistChunks
+// chunks, or that waits for room, unless a pass is under way: see
+// assist.go.
+func (f *flusher) assist() {
+	if f.mu.TryLock() {
+		f.pass(false)
+		f.mu.Unlock()
+	}
+}
+
+// sinkStalled reports whether a write has not returned for stallAfter.
+func (f *flusher) sinkStalled() bool { return f.out.stalled() }
 
 // writeHeader writes the opening of the file: "[" and the process metadata
 // with the wall-clock time of ts 0. Perfetto
@@ -124,7 +143,7 @@ func (f *flusher) writeHeader() error {
 // appendHeader starts a trace in the empty buffer: "[" and the process
 // metadata with the wall-clock time of ts 0.
 func (f *flusher) appendHeader() {
-	o := &f.t.opts
+	o := f.opts
 	f.enc.buf = append(f.enc.buf[:0], "[\n"...)
 	f.appendProcessName()
 	if o.hasSort {
@@ -145,7 +164,7 @@ func (f *flusher) appendDropCounter(ts int64) {
 		f.dropsShown = true
 		drops := f.reportedDrops
 		f.reportedDrops = 0
-		f.appendDropCounter(f.t.base)
+		f.appendDropCounter(f.base)
 		f.reportedDrops = drops
 	}
 	f.enc.dropCounter(ts, f.reportedDrops)
@@ -168,7 +187,7 @@ func (f *flusher) reportDrops(ts int64) {
 // was dropped, as the last event, without a comma (see appendEnd): the
 // same event twice, which both viewers take as one.
 func (f *flusher) appendProcessName() {
-	f.enc.processName(f.t.opts.processName, f.wall)
+	f.enc.processName(f.opts.processName, f.wall)
 }
 
 // pass encodes every event published before it started and queues it for
@@ -215,7 +234,7 @@ func (f *flusher) pass(block bool) bool {
 	cut := f.clock.cut()
 	f.takeKeptEnds()
 	f.cursors = f.cursors[:0]
-	for _, l := range *f.t.lanes.Load() {
+	for _, l := range *f.r.lanes.Load() {
 		if l != nil {
 			f.cursors = append(f.cursors, cursor{l: l})
 		}
@@ -251,15 +270,15 @@ merge:
 	}
 	if complete {
 		f.popKeptEnds(cut)
-		f.forgotten.Add(uint64(f.open.trim(f.t, maxOpenSpans)))
+		f.forgotten.Add(uint64(f.open.trim(f.r, maxOpenSpans)))
 		if !f.traits.window { // a flight recorder writes spans whole: see FlightRecorder
-			f.writeOldBegins(cut - int64(f.t.opts.flushInterval))
+			f.writeOldBegins(cut - int64(f.opts.flushInterval))
 		}
 		f.reportDrops(cut)
 		f.drainImported(block)
 		f.send()
 	}
-	f.t.progress.broadcast()
+	f.r.progress.broadcast()
 	return complete
 }
 
@@ -291,8 +310,8 @@ func (f *flusher) peek(c *cursor) *slot {
 		if c.head = loadAcquire(&l.read.head); l.pos < c.head {
 			continue
 		}
-		f.t.pool.put(l.read)
-		f.t.waiting.Dec()
+		f.r.pool.put(l.read)
+		f.r.waiting.Dec()
 		l.read, l.pos, c.head = next, 0, 0
 	}
 }
@@ -301,7 +320,7 @@ func (f *flusher) peek(c *cursor) *slot {
 // because the buffers were full on a stalled sink, or lost in a write
 // that failed.
 func (f *flusher) dropsSoFar() uint64 {
-	return f.out.lost.Load() + f.t.dropped.Load() + f.forgotten.Load()
+	return f.out.lost.Load() + f.r.dropped.Load() + f.forgotten.Load()
 }
 
 // take encodes the event whose head is h, at c's position, and returns how
@@ -523,7 +542,7 @@ func (f *flusher) syncBy(giveUp <-chan time.Time) error {
 	case err := <-b.done:
 		return err
 	case <-giveUp:
-		return stalled(f.t.opts.stopTimeout)
+		return stalled(f.opts.stopTimeout)
 	}
 }
 
@@ -544,7 +563,7 @@ func (f *flusher) close() error {
 		f.send()
 	}
 	f.closed.Store(true)
-	f.t.lateDrops.Add(f.unread())
+	f.r.lateDrops.Add(f.unread())
 	f.lateKeptEnds()
 	return f.out.finish()
 }
@@ -553,7 +572,7 @@ func (f *flusher) close() error {
 // will never be written.
 func (f *flusher) unread() uint64 {
 	n := uint64(0)
-	for _, l := range *f.t.lanes.Load() {
+	for _, l := range *f.r.lanes.Load() {
 		if l == nil {
 			continue
 		}
@@ -593,7 +612,7 @@ func (f *flusher) stats() Stats {
 		Flushes:    w.flushes.Load(),
 		SinkErrors: w.sinkErrors.Load(),
 		Lost:       w.lost.Load(),
-		Unmatched:  f.t.unmatched.Load(),
+		Unmatched:  f.r.unmatched.Load(),
 		Forgotten:  f.forgotten.Load(),
 	}
 	if o := f.traits.overwritten; o != nil {
@@ -610,7 +629,7 @@ func (f *flusher) stats() Stats {
 // the goroutine names and the spans still open. Close never rotates, so
 // its last events never go to a new file of their own.
 func (f *flusher) maybeRotate(b *batch) {
-	limit := float64(f.t.opts.sink.maxSize)
+	limit := float64(f.opts.sink.maxSize)
 	ratio := math.Float64frombits(f.out.ratio.Load())
 	size := float64(f.fileRaw) * ratio
 	if !f.closing && size >= limit {
@@ -666,7 +685,7 @@ func (f *flusher) snapshot(events []byte, size int) []byte {
 	f.appendHeader()
 	// Async and flow events whose other half left the window are left
 	// out, and operations still open end now.
-	f.enc.buf, _ = keepPairs(f.enc.buf, events, jsonenc.Micros(nil, nanotime()-f.t.base))
+	f.enc.buf, _ = keepPairs(f.enc.buf, events, jsonenc.Micros(nil, nanotime()-f.base))
 	f.names.appendAll(&f.enc)
 	f.open.appendBegins(&f.enc, false)
 	f.appendEnd()

@@ -25,7 +25,7 @@ func init() {
 
 // importState is the flusher's link to its source. src is set under
 // flushMu but cleared without it: Detach must not wait for a flusher that
-// a stalled sink holds up. lastGid is the flusher's, under flushMu.
+// a stalled sink holds up. lastGid is the flusher's, under the flusher's mu.
 type importState struct {
 	src     atomic.Pointer[sourceBox]
 	lastGid uint64 // the goroutine last reported to src.Spanned
@@ -59,8 +59,8 @@ func attachImported(t any, src imported.Source) (int, int64, error) {
 	if tr == nil {
 		return 0, 0, errors.New("tracer: no tracer to attach to")
 	}
-	tr.flushMu.Lock()
-	defer tr.flushMu.Unlock()
+	tr.flusher.mu.Lock()
+	defer tr.flusher.mu.Unlock()
 	f := &tr.flusher
 	if f.isClosed() || !tr.recording.Load() {
 		return 0, 0, ErrClosed

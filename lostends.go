@@ -30,20 +30,20 @@ type keptEnds struct {
 // keepEnd keeps the end, at raw clock reading at (see clock.go), of the
 // span whose token is id on goroutine gid, which found no room in the
 // buffers.
-func (t *Tracer) keepEnd(gid, id, at uint64) {
-	if !t.recording.Load() {
-		t.lateDrops.Inc() // Close began: it would not be written
+func (r *recorder) keepEnd(gid, id, at uint64) {
+	if !r.recording.Load() {
+		r.lateDrops.Inc() // Close began: it would not be written
 		return
 	}
-	k := &t.kept
+	k := &r.kept
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if t.flusher.isClosed() {
-		t.lateDrops.Inc() // after Close's last pass: see lateKeptEnds
+	if r.helper.isClosed() {
+		r.lateDrops.Inc() // after Close's last pass: see lateKeptEnds
 		return
 	}
 	if len(k.ends) >= maxKeptEnds {
-		t.dropped.Inc()
+		r.dropped.Inc()
 		return
 	}
 	k.ends = append(k.ends, slot{num: at, meta: headMeta(kindEnd, 0, 1, false, gid), n: id})
@@ -53,7 +53,7 @@ func (t *Tracer) keepEnd(gid, id, at uint64) {
 // The flusher calls it after reading a pass's cut: an end kept after that
 // belongs to a goroutine whose later events are all after the cut.
 func (f *flusher) takeKeptEnds() {
-	k := &f.t.kept
+	k := &f.r.kept
 	k.mu.Lock()
 	if len(k.ends) == 0 {
 		k.mu.Unlock()
@@ -94,9 +94,9 @@ func (f *flusher) popKeptEnds(before int64) {
 // lateKeptEnds counts, once Close's last pass is done, the ends kept aside
 // too late for it.
 func (f *flusher) lateKeptEnds() {
-	k := &f.t.kept
+	k := &f.r.kept
 	k.mu.Lock()
-	f.t.lateDrops.Add(uint64(len(k.ends) + len(f.kept)))
+	f.r.lateDrops.Add(uint64(len(k.ends) + len(f.kept)))
 	k.ends, f.kept = nil, nil
 	k.mu.Unlock()
 }

@@ -155,7 +155,7 @@ func (f *flusher) writeBegins(s []openSpan, before int64) {
 func (f *flusher) pop(end *slot, endArgs []slot) {
 	s := f.open.stack(end.gid(), false)
 	if s == nil {
-		f.t.unmatched.Inc()
+		f.r.unmatched.Inc()
 		return
 	}
 	st := *s
@@ -164,7 +164,7 @@ func (f *flusher) pop(end *slot, endArgs []slot) {
 		i--
 	}
 	if i < 0 {
-		f.t.unmatched.Inc()
+		f.r.unmatched.Inc()
 		return
 	}
 	for j := len(st) - 1; j >= i; j-- {
@@ -184,7 +184,7 @@ func (f *flusher) pop(end *slot, endArgs []slot) {
 			f.pending++
 		default:
 			f.forgotten.Inc()
-			f.t.refusal.keep(misuseOrder, func() error {
+			f.r.refusal.keep(misuseOrder, func() error {
 				return fmt.Errorf("tracer: span %q was still open when %q, which began before it on the same goroutine, ended: "+
 					"spans end in the reverse order they began, so it was not written (counted in Stats.Forgotten)",
 					o.start.str(), st[i].start.str())
@@ -236,8 +236,8 @@ func (o *openSpans) unwrite(fl failure) {
 
 // trim forgets goroutines' open spans, those whose newest span is oldest
 // first, while more than max are open, and returns how many it forgot;
-// see maxOpenSpans. It gives their tokens back to t.
-func (o *openSpans) trim(t *Tracer, max int) (forgotten int) {
+// see maxOpenSpans. It gives their tokens back to r.
+func (o *openSpans) trim(r *recorder, max int) (forgotten int) {
 	if o.count <= max {
 		return 0
 	}
@@ -259,7 +259,7 @@ func (o *openSpans) trim(t *Tracer, max int) (forgotten int) {
 			if tok := (*s)[i].token; tok&anyMark != 0 {
 				delete(o.anys.open, tok&^anyMark) // its end is unmatched
 			} else {
-				t.release(tok, a.gid)
+				r.release(tok, a.gid)
 			}
 		}
 		o.count -= len(*s)
@@ -289,7 +289,7 @@ func (f *flusher) reportNeverEnded() {
 			break
 		}
 	}
-	f.t.refusal.keep(misuseNeverEnded, func() error {
+	f.r.refusal.keep(misuseNeverEnded, func() error {
 		what := fmt.Sprintf("%d spans were", f.open.count)
 		if f.open.count == 1 {
 			what = "1 span was"

@@ -80,7 +80,7 @@ func (t *Tracer) adoptDefaults(userCats bool) {
 	if len(names) == 0 {
 		return
 	}
-	t.flushMu.Lock()
-	defer t.flushMu.Unlock()
+	t.flusher.mu.Lock()
+	defer t.flusher.mu.Unlock()
 	t.flusher.nameGoroutines(names)
 }

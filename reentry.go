@@ -51,9 +51,9 @@ type ownGoroutines struct {
 }
 
 // onOwnGoroutine reports whether the caller is one of t's own goroutines.
-func (t *Tracer) onOwnGoroutine() bool {
+func (r *recorder) onOwnGoroutine() bool {
 	g := goroutineID()
-	return g == t.own.writer.Load() || g == t.own.flusher.Load()
+	return g == r.own.writer.Load() || g == r.own.flusher.Load()
 }
 
 // reentrant returns the error op returns on one of t's own goroutines.

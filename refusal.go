@@ -24,14 +24,14 @@ type refusal struct {
 }
 
 // refuse counts something the caller gave and the tracer left out. The
-// first time, it keeps the error msg returns for reportRefusal; msg is
+// first time, it keeps the error msg returns for report; msg is
 // called only then, so misuse in a loop costs no formatting.
-func (t *Tracer) refuse(msg func() error) {
-	t.refused.Inc()
-	t.refusal.keep(misuseCounter, msg)
+func (r *recorder) refuse(msg func() error) {
+	r.refused.Inc()
+	r.refusal.keep(misuseCounter, msg)
 }
 
-// keep keeps the error msg returns for reportRefusal, if it is the first
+// keep keeps the error msg returns for report, if it is the first
 // misuse of its kind.
 func (r *refusal) keep(kind misuse, msg func() error) {
 	if !r.taken[kind].Load() && r.taken[kind].CompareAndSwap(false, true) {
@@ -40,11 +40,11 @@ func (r *refusal) keep(kind misuse, msg func() error) {
 	}
 }
 
-// reportRefusal hands each kind's first misuse to the error handler, once.
-func (t *Tracer) reportRefusal() {
-	for i := range t.refusal.errs {
-		if err := t.refusal.errs[i].Swap(nil); err != nil {
-			t.opts.onError(*err)
+// report hands each kind's first misuse to onError, once.
+func (r *refusal) report(onError func(error)) {
+	for i := range r.errs {
+		if err := r.errs[i].Swap(nil); err != nil {
+			onError(*err)
 		}
 	}
 }

@@ -74,7 +74,7 @@ type lane struct {
 	starts uint64                // spans started: see reuseAfter; read by any end
 	_      [40]byte
 
-	// Consumer side: touched only by the flusher, under flushMu.
+	// Consumer side: touched only by the flusher, under the flusher's mu.
 	read *chunk // the oldest chunk not read to its end, nil before the first
 	pos  uint64 // next slot to read in read
 
@@ -85,15 +85,40 @@ type lane struct {
 	// Only the producer adds blocks; the flusher reads them to take back
 	// the tokens of spans it forgot.
 	blocks atomic.Pointer[[]*tokenBlock]
-	t      *Tracer
+	r      *recorder
 }
 
-func newLane(t *Tracer, p int) *lane {
-	l := &lane{id: uint64(p), t: t}
+func newLane(r *recorder, p int) *lane {
+	l := &lane{id: uint64(p), r: r}
 	blocks := []*tokenBlock{newTokenBlock(l, 0)}
 	l.blocks.Store(&blocks)
 	l.cur.Store(full)
 	return l
+}
+
+// A recorder is the record path's state: the lanes that recording
+// goroutines append to, the pool their chunks come from, and the counts of
+// what they could not record. The flusher reads the lanes; the record path
+// reaches the flusher only through helper, to help it (assist.go).
+type recorder struct {
+	recording  atomic.Bool                    // false once Close began: events are refused
+	categories atomic.Pointer[categoryFilter] // nil: every category is recorded
+	lateDrops  atomic.Uint64                  // events refused because the tracer was closed
+	dropped    atomic.Uint64                  // events dropped: full buffers on a stalled sink
+	refused    atomic.Uint64                  // events and counter series refused: see refuse
+	unmatched  atomic.Uint64                  // span ends that ended nothing: see spantoken.go
+	refusal    refusal
+	kept       keptEnds // span ends that found no room: see keepEnd
+	lanes      atomic.Pointer[lanes]
+	lanesMu    sync.Mutex // serialises addLane only
+	pool       chunkPool
+	waiting    atomic.Int64   // sealed chunks the flusher has not read yet
+	wake       chan struct{}  // wakes the flusher when a chunk is sealed
+	progress   progressSignal // wakes recording goroutines waiting for room
+	own        ownGoroutines  // the goroutines that run user code: see reentry.go
+	stop       chan struct{}  // closed when Close begins: no more waiting for room
+	lossless   bool           // WithLossless: wait for room however long it takes
+	helper     helper         // the flusher, as the record path sees it
 }
 
 // lanes is the set of per-P lanes, indexed by P id. It is replaced, never
@@ -108,9 +133,9 @@ type lanes []*lane
 // which their handle carries (and whose category was checked when it was
 // made); other events take them from their Category and Namespace args, a
 // span's end none.
-func (t *Tracer) record(gid uint64, k kind, flags uint8, cs catScope, name string, id uint64, args []Arg) func(...Arg) {
-	if !t.recording.Load() {
-		t.lateDrops.Inc()
+func (r *recorder) record(gid uint64, k kind, flags uint8, cs catScope, name string, id uint64, args []Arg) func(...Arg) {
+	if !r.recording.Load() {
+		r.lateDrops.Inc()
 		return nil
 	}
 	n := uint64(1)
@@ -122,7 +147,7 @@ func (t *Tracer) record(gid uint64, k kind, flags uint8, cs catScope, name strin
 		if k < kindAsyncBegin && k != kindEnd {
 			// Only args give these events a category: an event
 			// without args has nothing to filter.
-			if cs = cs.from(args); cs.cat != 0 && !t.allows(cs.cat) {
+			if cs = cs.from(args); cs.cat != 0 && !r.allows(cs.cat) {
 				return nil
 			}
 		}
@@ -133,7 +158,7 @@ func (t *Tracer) record(gid uint64, k kind, flags uint8, cs catScope, name strin
 	}
 	for {
 		p := procPin()
-		if ls := *t.lanes.Load(); p < len(ls) && ls[p] != nil {
+		if ls := *r.lanes.Load(); p < len(ls) && ls[p] != nil {
 			l := ls[p]
 			c := l.cur.Load()
 			if h := loadAcquire(&c.head); h+n <= chunkSlots {
@@ -169,13 +194,13 @@ func (t *Tracer) record(gid uint64, k kind, flags uint8, cs catScope, name strin
 		if k == kindEnd {
 			// The slow path of an end: read the clock before refill may
 			// wait, in case the end must be kept aside (see keepEnd).
-			if at := now(); !t.refill(p, n, true) {
-				t.keepEnd(gid, id, at)
+			if at := now(); !r.refill(p, n, true) {
+				r.keepEnd(gid, id, at)
 				return nil
 			}
 			continue
 		}
-		if !t.refill(p, n, false) {
+		if !r.refill(p, n, false) {
 			return nil
 		}
 	}
@@ -184,8 +209,8 @@ func (t *Tracer) record(gid uint64, k kind, flags uint8, cs catScope, name strin
 // allows reports whether t records events of category cat. Async and flow
 // events are checked once, when their operation or flow begins: every
 // later event of it is recorded, so that none is left without its end.
-func (t *Tracer) allows(cat uint16) bool {
-	f := t.categories.Load()
+func (r *recorder) allows(cat uint16) bool {
+	f := r.categories.Load()
 	return f == nil || cat == 0 || f.allows(cat)
 }
 
@@ -195,30 +220,30 @@ func (t *Tracer) allows(cat uint16) bool {
 // counted the drop, if the event cannot be recorded: the buffers are full
 // and the sink is stalled (default mode) or the tracer is closing. The
 // end of a span is not counted here: keepEnd keeps it, or counts it.
-func (t *Tracer) refill(p int, n uint64, end bool) bool {
-	if ls := *t.lanes.Load(); p >= len(ls) || ls[p] == nil {
-		t.addLane(p)
+func (r *recorder) refill(p int, n uint64, end bool) bool {
+	if ls := *r.lanes.Load(); p >= len(ls) || ls[p] == nil {
+		r.addLane(p)
 		return true
 	}
-	c := t.pool.get(t.laneCount(), 0)
+	c := r.pool.get(r.laneCount(), 0)
 	if c == nil {
-		if c = t.waitForChunk(); c == nil {
+		if c = r.waitForChunk(); c == nil {
 			switch {
 			case end: // keepEnd keeps it, or counts it
-			case t.recording.Load():
-				t.dropped.Inc()
+			case r.recording.Load():
+				r.dropped.Inc()
 			default:
-				t.lateDrops.Inc() // Close began while it waited
+				r.lateDrops.Inc() // Close began while it waited
 			}
 			return false
 		}
 	}
 	for {
 		p := procPin()
-		ls := *t.lanes.Load()
+		ls := *r.lanes.Load()
 		if p >= len(ls) || ls[p] == nil {
 			procUnpin()
-			t.addLane(p)
+			r.addLane(p)
 			continue
 		}
 		l := ls[p]
@@ -226,7 +251,7 @@ func (t *Tracer) refill(p int, n uint64, end bool) bool {
 		if loadAcquire(&old.head)+n <= chunkSlots {
 			// Another goroutine on this P refilled it meanwhile.
 			procUnpin()
-			t.pool.put(c)
+			r.pool.put(c)
 			return true
 		}
 		l.cur.Store(c)
@@ -237,7 +262,7 @@ func (t *Tracer) refill(p int, n uint64, end bool) bool {
 		}
 		procUnpin()
 		if old != full {
-			t.sealed(old)
+			r.sealed(old)
 		}
 		return true
 	}
@@ -245,21 +270,21 @@ func (t *Tracer) refill(p int, n uint64, end bool) bool {
 
 // addLane gives P p a lane. It runs once per P for the tracer's life, so
 // a mutex is fine here; the record path never takes it.
-func (t *Tracer) addLane(p int) {
-	t.lanesMu.Lock()
-	defer t.lanesMu.Unlock()
-	old := *t.lanes.Load()
+func (r *recorder) addLane(p int) {
+	r.lanesMu.Lock()
+	defer r.lanesMu.Unlock()
+	old := *r.lanes.Load()
 	if p < len(old) && old[p] != nil {
 		return
 	}
 	grown := make(lanes, max(len(old), p+1))
 	copy(grown, old)
-	grown[p] = newLane(t, p)
-	t.lanes.Store(&grown)
+	grown[p] = newLane(r, p)
+	r.lanes.Store(&grown)
 }
 
 // laneCount returns how many lanes there are.
-func (t *Tracer) laneCount() int { return len(*t.lanes.Load()) }
+func (r *recorder) laneCount() int { return len(*r.lanes.Load()) }
 
 // A chunkPool hands chunks to the lanes and takes them back from the
 // flusher. It allocates chunks as they are needed, up to its limit, and

@@ -132,18 +132,18 @@ func (l *lane) token(i uint64) *spanToken {
 func (s *spanToken) end(args ...Arg) {
 	gid := goroutineID()
 	if !swapWord(&s.state, held(gid), free(loadAcquire(&s.l.starts))) {
-		s.l.t.unmatchedEnd(gid, loadAcquire(&s.state))
+		s.l.r.unmatchedEnd(gid, loadAcquire(&s.state))
 		return
 	}
-	s.l.t.record(gid, kindEnd, 0, catScope{}, "", s.id, args)
+	s.l.r.record(gid, kindEnd, 0, catScope{}, "", s.id, args)
 }
 
 // unmatchedEnd counts an end function called by goroutine gid on a token
 // whose state is state, and keeps the first such misuse for the error
 // handler.
-func (t *Tracer) unmatchedEnd(gid, state uint64) {
-	t.unmatched.Inc()
-	t.refusal.keep(misuseEnd, func() error {
+func (r *recorder) unmatchedEnd(gid, state uint64) {
+	r.unmatched.Inc()
+	r.refusal.keep(misuseEnd, func() error {
 		switch {
 		case state&1 == 0:
 			return fmt.Errorf("tracer: a span's end function was called on goroutine %d after the span had ended "+
@@ -158,8 +158,8 @@ func (t *Tracer) unmatchedEnd(gid, state uint64) {
 // release frees the token of a span the flusher forgot, unless its end
 // came meanwhile: the forgotten span's own end, should it come, is then
 // unmatched.
-func (t *Tracer) release(token, gid uint64) {
-	lp := t.lanes.Load()
+func (r *recorder) release(token, gid uint64) {
+	lp := r.lanes.Load()
 	if lp == nil {
 		return
 	}

@@ -253,7 +253,7 @@ func TestOpenSpansTrim(t *testing.T) {
 		}
 	}
 	require.Equal(t, 225, o.count)
-	forgotten := o.trim(&Tracer{}, max)
+	forgotten := o.trim(&recorder{}, max)
 	total := 0
 	for gid, s := range o.stacks {
 		total += len(*s)
@@ -263,6 +263,6 @@ func TestOpenSpansTrim(t *testing.T) {
 	assert.Equal(t, 225-total, forgotten, "every forgotten span is counted")
 	assert.LessOrEqual(t, o.count, max-max/4)
 	assert.Greater(t, o.count, max/2)
-	assert.Zero(t, o.trim(&Tracer{}, max))
+	assert.Zero(t, o.trim(&recorder{}, max))
 	assert.Equal(t, total, o.count, "under the bound, trim does nothing")
 }

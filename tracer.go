@@ -18,9 +18,6 @@ var ErrClosed = errors.New("tracer: closed")
 // ErrStarted is returned by Start when the default tracer is already running.
 var ErrStarted = errors.New("tracer: already started")
 
-// processID is the pid written on every event.
-var processID = os.Getpid()
-
 // A Tracer records events into per-P buffers and writes them to its
 // file from a background goroutine. All its methods are safe for concurrent
 // use. A nil *Tracer is valid and records nothing, so code can hold one
@@ -29,48 +26,15 @@ type Tracer struct {
 	opts options
 	base int64 // nanotime of ts 0
 
-	recording  atomic.Bool                    // false once Close began: events are refused
-	categories atomic.Pointer[categoryFilter] // nil: every category is recorded
-	lateDrops  atomic.Uint64                  // events refused because the tracer was closed
-	dropped    atomic.Uint64                  // events dropped: full buffers on a stalled sink
-	refused    atomic.Uint64                  // events and counter series refused: see refuse
-	unmatched  atomic.Uint64                  // span ends that ended nothing: see spantoken.go
-	refusal    refusal
-	kept       keptEnds // span ends that found no room: see keepEnd
-	lanes      atomic.Pointer[lanes]
-	lanesMu    sync.Mutex // serialises addLane only
-	pool       chunkPool
-	waiting    atomic.Int64   // sealed chunks the flusher has not read yet
-	wake       chan struct{}  // wakes the flusher when a chunk is sealed
-	progress   progressSignal // wakes recording goroutines waiting for room
-	own        ownGoroutines  // the goroutines that run user code: see reentry.go
+	// recorder is the record path's state (ringbuffer.go). Its methods,
+	// record first, are promoted: the API calls t.record.
+	recorder
 
-	flushMu sync.Mutex // serialises encoding: flusher, assists, Flush and Close
-	flusher flusher    // guarded by flushMu, but for its writer
+	flusher flusher // encodes and hands batches to its writer: flusher.go
 
-	stop      chan struct{}
-	done      chan struct{}
+	done      chan struct{} // closed when the flusher goroutine returns
 	closeOnce sync.Once
 	closeErr  error
-}
-
-// Stats counts what a Tracer did with the events it was given.
-type Stats struct {
-	Events     uint64 // events written to the sink
-	Bytes      uint64 // bytes written to the sink, before compression
-	Flushes    uint64 // batches written
-	Dropped    uint64 // events dropped: the buffers were full and the sink stalled
-	Late       uint64 // events recorded after Close began, never written
-	SinkErrors uint64 // failed writes; their events are in Lost
-	Lost       uint64 // events encoded but lost because the sink failed
-	Unmatched  uint64 // span end calls that ended nothing: a second call, a call on another goroutine, or the end of a forgotten span (see Span); a SpanHandle's second End
-	Forgotten  uint64 // open spans not written: ended out of order, or past the bound on open spans (see Span)
-	Refused    uint64 // events and counter series left out because no viewer can show them (see Counter)
-
-	// Overwritten counts the events a FlightRecorder pushed out of its
-	// window to make room for newer ones: the point of the window, not a
-	// loss like Dropped.
-	Overwritten uint64
 }
 
 // New creates a Tracer writing to the file at path, truncating it. The file
@@ -110,10 +74,12 @@ func newTracer(s sink, o options) (*Tracer, error) {
 	}
 	t := &Tracer{
 		opts: o,
-		wake: make(chan struct{}, 1),
-		stop: make(chan struct{}),
 		done: make(chan struct{}),
 	}
+	t.wake = make(chan struct{}, 1)
+	t.stop = make(chan struct{})
+	t.lossless = o.lossless
+	t.helper = &t.flusher
 	t.pool.limit = o.bufferLimit / chunkBytes
 	empty := lanes{}
 	t.lanes.Store(&empty)
@@ -121,21 +87,21 @@ func newTracer(s sink, o options) (*Tracer, error) {
 	chooseClock() // first: it reads files, which must not come between the two clocks
 	wall := time.Now()
 	t.base = t.flusher.clock.start()
-	t.flusher.init(t, s, wall)
+	t.flusher.init(&t.recorder, &t.opts, t.base, s, wall)
 	if err := t.flusher.writeHeader(); err != nil {
 		return nil, fmt.Errorf("tracer: writing trace header: %w", err)
 	}
 	t.recording.Store(true)
 	go t.flusher.out.run()
-	go t.run()
+	go t.flusher.run(t.done)
 	return t, nil
 }
 
-// flushHere is Flush on the calling goroutine, with flushMu held: the
+// flushHere is Flush on the calling goroutine, with the flusher's mu held: the
 // pass and the wait for the writer give up at the stop timeout, as wait
 // does, and the events not encoded then go out with a later pass.
 func (t *Tracer) flushHere() error {
-	defer t.flushMu.Unlock()
+	defer t.flusher.mu.Unlock()
 	f := &t.flusher
 	if f.isClosed() {
 		return ErrClosed
@@ -175,22 +141,22 @@ func (t *Tracer) Flush() error {
 		// from waiting for itself.
 		return ErrClosed
 	}
-	flush := func() error { // with flushMu held
-		defer t.flushMu.Unlock()
+	flush := func() error { // with the flusher's mu held
+		defer t.flusher.mu.Unlock()
 		if t.flusher.isClosed() {
 			return ErrClosed
 		}
 		t.flusher.pass(true)
 		return t.flusher.sync()
 	}
-	if t.flushMu.TryLock() {
+	if t.flusher.mu.TryLock() {
 		// Nothing is being encoded: encode on this goroutine, whose cache
 		// holds the records it just wrote, without a goroutine to wait
 		// for (a Flush in a loop paid more for that than for encoding).
 		return t.flushHere()
 	}
 	return t.wait(func() error {
-		t.flushMu.Lock()
+		t.flusher.mu.Lock()
 		return flush()
 	})
 }
@@ -216,24 +182,16 @@ func (t *Tracer) Close() error {
 		close(t.stop)
 		t.closeErr = t.wait(func() error {
 			<-t.done
-			t.flushMu.Lock()
-			defer t.flushMu.Unlock()
+			t.flusher.mu.Lock()
+			defer t.flusher.mu.Unlock()
 			return t.flusher.close()
 		})
-		t.reportRefusal()
+		t.refusal.report(t.opts.onError)
 		if st := t.Stats(); st.Dropped > 0 {
 			t.opts.onError(dropReport(st))
 		}
 	})
 	return t.closeErr
-}
-
-// dropReport is the error Close reports when events were dropped.
-func dropReport(st Stats) error {
-	share := float64(st.Dropped) / float64(st.Dropped+st.Events) * 100
-	return fmt.Errorf("%d of %d events (%.2g%%) were dropped because the sink stalled while the buffers were full; "+
-		"WithLossless makes recording wait for the sink instead, and WithBufferLimit gives the buffers more room",
-		st.Dropped, st.Dropped+st.Events, share)
 }
 
 // Stats returns the tracer's counters so far.

@@ -12,7 +12,7 @@ import (
 
 // Encoding and writing are separate steps. Whoever encodes (the flusher
 // goroutine, a recording goroutine that helps, Flush or Close) does it
-// under flushMu and queues the encoded batches, in order, for the writer
+// under the flusher's mu and queues the encoded batches, in order, for the writer
 // goroutine, which alone calls the sink. The queue is bounded: its
 // batches are taken from a free list of queueBatches, so encoded data
 // takes at most queueBatches batches of memory, and whoever encodes
