@@ -119,34 +119,3 @@ func newCategoryFilter(names []string) (*categoryFilter, error) {
 	}
 	return f, nil
 }
-
-// SetCategories changes, while the program runs, which categories t
-// records: only the listed ones, or all of them when called with none.
-// Events already recorded are written either way.
-func (t *Tracer) SetCategories(names ...string) error {
-	if t == nil {
-		return nil
-	}
-	if len(names) == 0 {
-		t.categories.Store(nil)
-		return nil
-	}
-	f, err := newCategoryFilter(names)
-	if err != nil {
-		return err
-	}
-	t.categories.Store(f)
-	return nil
-}
-
-// SetCategories changes which categories the default tracer records; see
-// (*Tracer).SetCategories. The choice is remembered: set before Start, or
-// before a Stop and Start, it applies to the next default tracer too,
-// unless that one is given WithCategories.
-func SetCategories(names ...string) error {
-	if _, err := newCategoryFilter(names); err != nil {
-		return err
-	}
-	noteCategories(names)
-	return loadStd().SetCategories(names...)
-}

@@ -123,25 +123,6 @@ func (e *encoder) appendCachedString(b []byte, v string) []byte {
 	return e.appendCached(b, &s)
 }
 
-// An event's slots: its head h and the rest, the extra slot (if h has one)
-// and the args.
-
-// extra returns the extra slot of the event, or nil.
-func extra(h *slot, rest []slot) *slot {
-	if h.hasExtra() {
-		return &rest[0]
-	}
-	return nil
-}
-
-// args returns the arg slots of the event.
-func args(h *slot, rest []slot) []slot {
-	if h.hasExtra() {
-		return rest[1:]
-	}
-	return rest
-}
-
 // event appends an event that stands alone: instant, counter or metadata.
 func (e *encoder) event(h *slot, rest []slot) {
 	b := e.buf

@@ -52,7 +52,7 @@ type FlightRecorderConfig struct {
 // Close discards the window.
 type FlightRecorder struct {
 	*tracerCore
-	win *window // the tracer's sink
+	win *windowSink // the tracer's sink
 }
 
 // tracerCore is Tracer under a name that is not exported, so that the
@@ -83,7 +83,7 @@ func NewFlightRecorder(cfg FlightRecorderConfig, opts ...Option) (*FlightRecorde
 	if o.sink.rotating() {
 		return nil, errors.New("tracer: a flight recorder writes no files to rotate")
 	}
-	win := &window{cfg: cfg}
+	win := &windowSink{cfg: cfg}
 	t, err := newTracer(win, o)
 	if err != nil {
 		return nil, err
@@ -155,10 +155,10 @@ func (r *FlightRecorder) snapshot() ([]byte, error) {
 	return f.snapshot(events, win.bytes+64<<10), nil
 }
 
-// A window is a flight recorder's sink: the most recent batches the
+// A windowSink is a flight recorder's sink: the most recent batches the
 // flusher wrote, less the oldest events beyond the limits. Every event is
 // one line, so events are counted and cut off by lines.
-type window struct {
+type windowSink struct {
 	cfg           FlightRecorderConfig
 	chunks        []windowChunk // oldest first
 	events, bytes int           // in the window
@@ -174,11 +174,11 @@ type windowChunk struct {
 	at     int64 // nanotime when written: every event in it is older
 }
 
-func (w *window) traits() sinkTraits {
+func (w *windowSink) traits() sinkTraits {
 	return sinkTraits{window: true, overwritten: &w.overwritten}
 }
 
-func (w *window) Write(p []byte) (int, error) {
+func (w *windowSink) Write(p []byte) (int, error) {
 	var buf []byte
 	if n := len(w.spare); n > 0 && cap(w.spare[n-1]) >= len(p) {
 		buf, w.spare = w.spare[n-1][:0], w.spare[:n-1]
@@ -192,7 +192,7 @@ func (w *window) Write(p []byte) (int, error) {
 }
 
 // evict pushes out the oldest events beyond the limits.
-func (w *window) evict(now int64) {
+func (w *windowSink) evict(now int64) {
 	maxEvents := w.cfg.MaxEvents
 	if maxEvents == 0 {
 		maxEvents = int(^uint(0) >> 1)
@@ -225,7 +225,7 @@ func (w *window) evict(now int64) {
 }
 
 // Close lets the window's memory go.
-func (w *window) Close() error {
+func (w *windowSink) Close() error {
 	w.chunks, w.spare, w.events, w.bytes = nil, nil, 0, 0
 	return nil
 }

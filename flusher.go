@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gotracer/tracer/internal/imported"
 	"github.com/gotracer/tracer/internal/jsonenc"
 	"go.uber.org/atomic"
 )
@@ -63,7 +64,7 @@ type cursor struct {
 	head uint64 // published slots of l.read, as last loaded
 }
 
-func (f *flusher) init(r *recorder, o *options, base int64, s sink, wall time.Time) {
+func (f *flusher) prepare(r *recorder, o *options, base int64, s sink, wall time.Time) {
 	f.r, f.opts, f.base, f.wall = r, o, base, wall
 	f.enc = newEncoder(processID, base)
 	f.enc.buf = make([]byte, 0, 64<<10)
@@ -78,7 +79,7 @@ func (f *flusher) init(r *recorder, o *options, base int64, s sink, wall time.Ti
 		f.enc.shared = f.shared
 		f.open.forget = f.shared.abandon
 	}
-	f.out.init(s, o.onError, &r.progress, &r.own.writer)
+	f.out.prepare(s, o.onError, &r.progress, &r.own.writer)
 }
 
 // run is the flusher goroutine. It encodes when a P seals a chunk (the
@@ -729,4 +730,35 @@ func (f *flusher) nameGoroutines(names map[uint64]trackName) {
 		}
 	}
 	f.send()
+}
+
+// importState is the flusher's link to its source. src is set under
+// the flusher's mu but cleared without it: Detach must not wait for a flusher that
+// a stalled sink holds up. lastGid is the flusher's, under the flusher's mu.
+type importState struct {
+	src     atomic.Pointer[sourceBox]
+	lastGid uint64 // the goroutine last reported to src.Spanned
+}
+
+// A sourceBox holds a Source, for atomic.Pointer.
+type sourceBox struct{ imported.Source }
+
+// note tells the source about a span start or a track name that the
+// flusher is about to encode.
+func (s *importState) note(h *slot, rest []slot) {
+	src := s.src.Load()
+	if src == nil {
+		return
+	}
+	switch h.kind() {
+	case kindSpan, kindBegin:
+		if gid := h.gid(); gid != s.lastGid {
+			s.lastGid = gid
+			src.Spanned(gid)
+		}
+	case kindThreadName:
+		src.Named(h.gid(), h.str(), true, 0, false)
+	case kindThreadSort:
+		src.Named(h.gid(), "", false, int64(rest[0].num), true)
+	}
 }

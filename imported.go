@@ -4,7 +4,6 @@ import (
 	"errors"
 
 	"github.com/gotracer/tracer/internal/imported"
-	"go.uber.org/atomic"
 )
 
 // Events that come from outside the recording path, such as the Go
@@ -23,37 +22,7 @@ func init() {
 	imported.Wake = wakeForImported
 }
 
-// importState is the flusher's link to its source. src is set under
-// flushMu but cleared without it: Detach must not wait for a flusher that
-// a stalled sink holds up. lastGid is the flusher's, under the flusher's mu.
-type importState struct {
-	src     atomic.Pointer[sourceBox]
-	lastGid uint64 // the goroutine last reported to src.Spanned
-}
-
-// A sourceBox holds a Source, for atomic.Pointer.
-type sourceBox struct{ imported.Source }
-
-// note tells the source about a span start or a track name that the
-// flusher is about to encode.
-func (s *importState) note(h *slot, rest []slot) {
-	src := s.src.Load()
-	if src == nil {
-		return
-	}
-	switch h.kind() {
-	case kindSpan, kindBegin:
-		if gid := h.gid(); gid != s.lastGid {
-			s.lastGid = gid
-			src.Spanned(gid)
-		}
-	case kindThreadName:
-		src.Named(h.gid(), h.str(), true, 0, false)
-	case kindThreadSort:
-		src.Named(h.gid(), "", false, int64(rest[0].num), true)
-	}
-}
-
+// attachImported attaches src to the Tracer t, for imported.Attach.
 func attachImported(t any, src imported.Source) (int, int64, error) {
 	tr, _ := t.(*Tracer)
 	if tr == nil {

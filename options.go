@@ -270,3 +270,7 @@ func WithStopTimeout(d time.Duration) Option {
 		return nil
 	})
 }
+
+// DefaultStopTimeout is how long Close and Stop wait for the sink by
+// default; see WithStopTimeout.
+const DefaultStopTimeout = 5 * time.Second

@@ -173,3 +173,30 @@ func putEvent(s []slot, extra bool, cs catScope, id uint64, args []Arg) {
 	}
 	putArgs(s[i:], args)
 }
+
+// flagParent, in the flags of a kindAnyBegin head, says its last slot is
+// an argParent slot holding the id of its parent.
+const flagParent = 1
+
+// argParent is the kind of the slot that holds a SpanHandle's parent's
+// id. It is not an arg: the flusher strips it before it encodes anything.
+const argParent argKind = 200
+
+// An event's slots: its head h and the rest, the extra slot (if h has one)
+// and the args.
+
+// extra returns the extra slot of the event, or nil.
+func extra(h *slot, rest []slot) *slot {
+	if h.hasExtra() {
+		return &rest[0]
+	}
+	return nil
+}
+
+// args returns the arg slots of the event.
+func args(h *slot, rest []slot) []slot {
+	if h.hasExtra() {
+		return rest[1:]
+	}
+	return rest
+}

@@ -23,14 +23,6 @@ type refusal struct {
 	errs  [misuseKinds]atomic.Pointer[error]
 }
 
-// refuse counts something the caller gave and the tracer left out. The
-// first time, it keeps the error msg returns for report; msg is
-// called only then, so misuse in a loop costs no formatting.
-func (r *recorder) refuse(msg func() error) {
-	r.refused.Inc()
-	r.refusal.keep(misuseCounter, msg)
-}
-
 // keep keeps the error msg returns for report, if it is the first
 // misuse of its kind.
 func (r *refusal) keep(kind misuse, msg func() error) {

@@ -125,6 +125,9 @@ type recorder struct {
 // modified, when a P without a lane first records.
 type lanes []*lane
 
+// nop is what recording calls return when tracing is off.
+func nop(...Arg) {}
+
 // record appends one event of goroutine gid, the caller, to the calling
 // P's lane. It returns the function that ends a span it started, nop for
 // other events it recorded, and nil if it recorded nothing (a disabled

@@ -2,6 +2,7 @@ package tracer
 
 import (
 	"io"
+	"runtime"
 
 	"go.uber.org/atomic"
 )
@@ -70,3 +71,7 @@ type fileCutter interface {
 	// in the background, to report whatever happens to this one.
 	cut(end []byte) (errs []error, err error)
 }
+
+// pipeBuf is PIPE_BUF: a write of at most this many bytes to a pipe is
+// atomic. It is 4096 on Linux, and POSIX promises 512.
+var pipeBuf = map[bool]int{true: 4096, false: 512}[runtime.GOOS == "linux"]

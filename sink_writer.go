@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"os"
-	"runtime"
 )
 
 // A Sink receives the encoded trace from a Tracer's background goroutine.
@@ -81,10 +80,6 @@ type writerSink struct {
 	pipe  bool         // w is a pipe: write lines in atomic pieces
 	rest  []byte       // the unwritten end of a cut unit
 }
-
-// pipeBuf is PIPE_BUF: a write of at most this many bytes to a pipe is
-// atomic. It is 4096 on Linux, and POSIX promises 512.
-var pipeBuf = map[bool]int{true: 4096, false: 512}[runtime.GOOS == "linux"]
 
 func newWriterSink(w io.Writer, close func() error) *writerSink {
 	return &writerSink{w: w, close: close, pipe: isPipe(w)}

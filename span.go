@@ -1,8 +1,5 @@
 package tracer
 
-// nop is what recording calls return when tracing is off.
-func nop(...Arg) {}
-
 // Span starts a span on the calling goroutine's track and returns the
 // function that ends it. The usual form measures the rest of the function:
 //

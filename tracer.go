@@ -87,7 +87,7 @@ func newTracer(s sink, o options) (*Tracer, error) {
 	chooseClock() // first: it reads files, which must not come between the two clocks
 	wall := time.Now()
 	t.base = t.flusher.clock.start()
-	t.flusher.init(&t.recorder, &t.opts, t.base, s, wall)
+	t.flusher.prepare(&t.recorder, &t.opts, t.base, s, wall)
 	if err := t.flusher.writeHeader(); err != nil {
 		return nil, fmt.Errorf("tracer: writing trace header: %w", err)
 	}
@@ -137,7 +137,7 @@ func (t *Tracer) Flush() error {
 	}
 	if !t.recording.Load() {
 		// Closing: Close's last pass writes everything. Not waiting for
-		// flushMu here also keeps a Sink's Close, which runs under it,
+		// the flusher's mu here also keeps a Sink's Close, which runs under it,
 		// from waiting for itself.
 		return ErrClosed
 	}

@@ -1,19 +1,8 @@
 package tracer
 
 import (
-	"errors"
-	"fmt"
 	"time"
 )
-
-// DefaultStopTimeout is how long Close and Stop wait for the sink by
-// default; see WithStopTimeout.
-const DefaultStopTimeout = 5 * time.Second
-
-// ErrTimeout is returned by Flush, Close and Stop when the sink did not
-// take the trace within the stop timeout. The write goes on in the
-// background.
-var ErrTimeout = errors.New("tracer: timed out waiting for the trace to be written")
 
 // wait runs f, which writes to the sink, and returns its error, or
 // ErrTimeout once the stop timeout has passed while f goes on in the
@@ -33,9 +22,4 @@ func (t *Tracer) wait(f func() error) error {
 	case <-timer.C:
 		return stalled(d)
 	}
-}
-
-// stalled is the error of a wait given up after d.
-func stalled(d time.Duration) error {
-	return fmt.Errorf("%w (%v): the sink is stalled", ErrTimeout, d)
 }

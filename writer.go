@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"time"
 
 	"go.uber.org/atomic"
 )
@@ -79,7 +80,7 @@ type writer struct {
 	ratio                                    atomic.Uint64 // float64 bits: file bytes per byte encoded, for rotation
 }
 
-func (w *writer) init(s sink, onError func(error), progress *progressSignal, gid *atomic.Uint64) {
+func (w *writer) prepare(s sink, onError func(error), progress *progressSignal, gid *atomic.Uint64) {
 	w.sink, w.files, w.onError, w.progress, w.gid = s, s.traits().files, onError, progress, gid
 	w.queue = make(chan *batch, queueBatches+4) // room for syncs besides the batches
 	w.free = make(chan *batch, queueBatches)
@@ -351,4 +352,14 @@ func (w *writer) rotate(b *batch) {
 	}
 	w.carry = w.carry[:0]
 	w.write(b, b.buf)
+}
+
+// ErrTimeout is returned by Flush, Close and Stop when the sink did not
+// take the trace within the stop timeout. The write goes on in the
+// background.
+var ErrTimeout = errors.New("tracer: timed out waiting for the trace to be written")
+
+// stalled is the error of a wait given up after d.
+func stalled(d time.Duration) error {
+	return fmt.Errorf("%w (%v): the sink is stalled", ErrTimeout, d)
 }

@@ -1,0 +1,320 @@
+package tracer
+
+import (
+	"strconv"
+
+	"github.com/gotracer/tracer/internal/jsonenc"
+)
+
+// The flusher's side of SpanHandles (anyspan.go).
+//
+// A SpanHandle's start goes on its goroutine's stack of open spans like a
+// Span's, with its id and anyMark as its token, which no Span token has;
+// its end, from any goroutine, carries the id. anySpans says where each
+// open SpanHandle is: on which stack, or off every stack, waiting for its
+// end to be written as an async slice.
+
+// anyMark marks the token of a SpanHandle in a stack of open spans.
+const anyMark = 1 << 63
+
+// An anyState is what the flusher knows of an open SpanHandle.
+type anyState struct {
+	gid       uint64 // the goroutine it started on
+	startAt   int64  // when it started
+	parentGid uint64 // the goroutine whose stack held its parent when it started, 0 if none
+	parentAt  int64  // when its parent started
+	async     bool   // off its stack: it is drawn as an async slice
+	written   bool   // async: its "b" is in the file
+	ended     bool   // its B is in the file and it ended under open spans: its E waits for them
+	drawn     bool   // it ended with a span below it: its own end is ignored
+	endArgs   []slot // the args of its end, while ended
+	start     slot   // async: its start, and its extra and arg slots
+	rest      []slot
+	batch     uint64 // async: the write that held its b
+	off       int    // where in that write
+}
+
+// anySpans holds the open SpanHandles, by id.
+type anySpans struct {
+	open   map[uint64]*anyState
+	asyncs map[uint64]*anyState // those off their stack whose end has not come
+	free   []*anyState          // for reuse: a busy program starts one a request
+}
+
+// done forgets the SpanHandle id, whose end came.
+func (a *anySpans) done(id uint64, st *anyState) {
+	delete(a.open, id)
+	if st.async {
+		delete(a.asyncs, id)
+	}
+	if len(a.free) < 1024 {
+		*st = anyState{}
+		a.free = append(a.free, st)
+	}
+}
+
+// pushAny puts a SpanHandle's start on its goroutine's stack.
+func (f *flusher) pushAny(h *slot, rest []slot) {
+	a := &f.open.anys
+	if a.open == nil {
+		a.open, a.asyncs = map[uint64]*anyState{}, map[uint64]*anyState{}
+	}
+	id := rest[0].num
+	var st *anyState
+	if n := len(a.free); n > 0 {
+		st, a.free = a.free[n-1], a.free[:n-1]
+	} else {
+		st = new(anyState)
+	}
+	st.gid, st.startAt = h.gid(), h.at()
+	if h.flags()&flagParent != 0 {
+		parent := rest[len(rest)-1].num
+		rest = rest[:len(rest)-1]
+		if ps := a.open[parent]; ps != nil && !ps.async && !ps.drawn && !ps.ended {
+			st.parentGid, st.parentAt = ps.gid, ps.startAt
+		}
+	}
+	a.open[id] = st
+	f.push(h, rest, anyMark|id)
+}
+
+// popAny pairs a SpanHandle's end with its start: see SpanHandle for how
+// it is drawn.
+func (f *flusher) popAny(end *slot, rest []slot) {
+	a := &f.open.anys
+	id, endArgs, at := rest[0].num, rest[1:], end.at()
+	st := a.open[id]
+	if st == nil { // ended twice, or forgotten (see maxOpenSpans)
+		f.r.unmatched.Inc()
+		return
+	}
+	if st.drawn {
+		a.done(id, st)
+		return
+	}
+	if st.async {
+		f.writeAsync(st, &st.start, st.rest, endArgs, at)
+		a.done(id, st)
+		return
+	}
+	s := f.open.stack(st.gid, false)
+	var ss []openSpan
+	if s != nil {
+		ss = *s
+	}
+	i := len(ss) - 1
+	for i >= 0 && ss[i].token != anyMark|id {
+		i--
+	}
+	if i < 0 { // cannot happen: an open SpanHandle not async is on its stack
+		a.done(id, st)
+		f.r.unmatched.Inc()
+		return
+	}
+	o := &ss[i]
+	onlyHandles := true // above it on the stack
+	for j := i + 1; j < len(ss); j++ {
+		onlyHandles = onlyHandles && ss[j].token&anyMark != 0
+	}
+	switch {
+	case onlyHandles && (end.gid() == st.gid || o.written):
+		// SpanHandles still open above it cross its end: they leave the
+		// stack (or end with it, once their B is written), as they do
+		// when a Span below them ends.
+		for j := len(ss) - 1; j > i; j-- {
+			f.endAbove(&ss[j], at)
+			ss[j] = openSpan{}
+		}
+		if o.written {
+			f.writeEnd(&o.start, o.rest(), endArgs, at, o.batch, int(o.off), 0)
+		} else {
+			f.enc.complete(&o.start, o.rest(), endArgs, at-o.start.at())
+			f.pending++
+		}
+		f.flowFromParent(st, &o.start, o.rest())
+		a.done(id, st)
+		ss[i] = openSpan{}
+		*s = ss[:i]
+		f.open.count -= len(ss) - i
+		f.endWaiting(st.gid, s, at)
+	case o.written:
+		st.ended = true
+		if len(endArgs) > 0 {
+			st.endArgs = append([]slot(nil), endArgs...) // the lane reuses its chunk
+		}
+	default:
+		start, r := o.start, o.rest()
+		copy(ss[i:], ss[i+1:])
+		ss[len(ss)-1] = openSpan{}
+		*s = ss[:len(ss)-1]
+		f.open.count--
+		f.endWaiting(st.gid, s, at)
+		f.writeAsync(st, &start, r, endArgs, at)
+		a.done(id, st)
+	}
+}
+
+// endWaiting writes, at time at, the E events of the SpanHandles on top of
+// goroutine gid's stack s that ended while spans inside them were open,
+// and lets the stack go once it is empty.
+func (f *flusher) endWaiting(gid uint64, s *[]openSpan, at int64) {
+	for ss := *s; len(ss) > 0; ss = *s {
+		o := &ss[len(ss)-1]
+		if o.token&anyMark == 0 {
+			break
+		}
+		id := o.token &^ anyMark
+		st := f.open.anys.open[id]
+		if st == nil || !st.ended {
+			break
+		}
+		if o.written {
+			f.writeEnd(&o.start, o.rest(), st.endArgs, at, o.batch, int(o.off), 0)
+		} else { // its B was lost in a failed write
+			f.enc.complete(&o.start, o.rest(), st.endArgs, at-o.start.at())
+			f.pending++
+		}
+		f.open.anys.done(id, st)
+		ss[len(ss)-1] = openSpan{}
+		*s = ss[:len(ss)-1]
+		f.open.count--
+	}
+	if len(*s) == 0 && f.shared != nil {
+		f.shared.release(gid, at) // its last open span ended
+	}
+	f.open.release(gid, s)
+}
+
+// endAbove handles a SpanHandle o still open above a span that ends at
+// at on the same goroutine (see pop). One whose B is in the file ends
+// with it, as a Span does; one whose B is not goes off the stack, to be
+// drawn as an async slice when it ends.
+func (f *flusher) endAbove(o *openSpan, at int64) {
+	id := o.token &^ anyMark
+	st := f.open.anys.open[id]
+	if st == nil {
+		return
+	}
+	if o.written {
+		f.writeEnd(&o.start, o.rest(), st.endArgs, at, o.batch, int(o.off), 0)
+		if st.ended {
+			f.open.anys.done(id, st)
+		} else {
+			st.drawn = true
+		}
+		return
+	}
+	st.async, st.start, st.rest = true, o.start, o.rest()
+	f.open.anys.asyncs[id] = st
+}
+
+// writeAsync writes a SpanHandle that started with start as an async
+// slice ending at at, and the flow from its parent.
+func (f *flusher) writeAsync(st *anyState, start *slot, rest, endArgs []slot, at int64) {
+	if !st.written {
+		f.enc.anyAsync(start, rest, nil, 'b', start.at())
+		f.pending++
+	}
+	// The e is not written again should its write fail, as an Async's
+	// is not: the viewers draw the slice to the end of the trace.
+	f.enc.anyAsync(start, rest, endArgs, 'e', at)
+	f.pending++
+	f.flowFromParent(st, start, rest)
+}
+
+// writeOldAsyncs writes the "b" of the SpanHandles off their stacks that
+// started before before, so that a crash shows them.
+func (f *flusher) writeOldAsyncs(before int64) {
+	for _, st := range f.open.anys.asyncs {
+		if !st.written && st.start.at() < before {
+			st.written, st.batch, st.off = true, f.batch, len(f.enc.buf)
+			f.enc.anyAsync(&st.start, st.rest, nil, 'b', st.start.at())
+			f.pending++
+		}
+	}
+}
+
+// unwriteAsyncs forgets the "b" events of SpanHandles off their stacks
+// that the failed write fl lost, so that they are written again.
+func (a *anySpans) unwriteAsyncs(fl failure) {
+	for _, st := range a.asyncs {
+		if st.written && st.batch == fl.seq && st.off >= fl.delivered {
+			st.written = false
+		}
+	}
+}
+
+// appendAsyncs appends, after appendBegins' B events, the "b" events of
+// the SpanHandles off their stacks whose end has not come: for a new file
+// (writtenOnly), those whose "b" is in an earlier file, so that their "e"
+// has its "b" in the file it is in; for a flight recording, every one,
+// with an "e" now, as the recording ends the async operations still open.
+func (a *anySpans) appendAsyncs(enc *encoder, writtenOnly bool) {
+	var at int64
+	if !writtenOnly {
+		at = nanotime()
+	}
+	for _, st := range a.asyncs {
+		if writtenOnly && !st.written {
+			continue
+		}
+		enc.anyAsync(&st.start, st.rest, nil, 'b', st.start.at())
+		if !writtenOnly {
+			enc.anyAsync(&st.start, st.rest, nil, 'e', at)
+		}
+	}
+}
+
+// flowFromParent writes the flow arrow from a SpanHandle's parent, if it
+// has one on another goroutine's track: see SpanHandle.
+func (f *flusher) flowFromParent(st *anyState, start *slot, rest []slot) {
+	if st.parentGid == 0 || st.parentGid == st.gid {
+		return
+	}
+	f.enc.anyFlow(start, rest, 's', st.parentGid, st.parentAt)
+	f.enc.anyFlow(start, rest, 'f', st.gid, start.at())
+	f.pending += 2
+}
+
+// anyAsync appends the "b" (with the start's args) or "e" (with endArgs)
+// event, at time at, of the SpanHandle that started with h.
+func (e *encoder) anyAsync(h *slot, rest, endArgs []slot, ph byte, at int64) {
+	var b []byte
+	if uint16(rest[0].meta) == 0 {
+		// No category: catapult drops async events without one, and
+		// tools match them by category, so give them "span".
+		b = append(e.buf, `{"name":`...)
+		b = e.appendCached(b, h)
+		b = append(b, `,"cat":"span"`...)
+		b = append(b, phaseTs[ph]...)
+		b = jsonenc.Micros(b, at-e.base)
+	} else {
+		b = e.appendHead(e.buf, h, rest, ph, at)
+	}
+	b = e.appendIDs(b, h.gid())
+	as := args(h, rest)
+	if ph == 'e' {
+		e.gidArg = 0 // on the b already
+		as = endArgs
+	}
+	x := &rest[0]
+	b = appendAsyncID(b, x)
+	b = appendScope(b, x)
+	e.buf = e.appendArgs(b, as, nil)
+}
+
+// anyFlow appends a flow event ("s" or "f", bound to the enclosing slice)
+// of the SpanHandle that started with h, on goroutine gid's track at time
+// at; its id is the SpanHandle's.
+func (e *encoder) anyFlow(h *slot, rest []slot, ph byte, gid uint64, at int64) {
+	b := e.appendHead(e.buf, h, rest, ph, at)
+	b = e.appendIDs(b, gid)
+	e.gidArg = 0
+	b = append(b, `,"id":`...)
+	b = strconv.AppendUint(b, rest[0].num, 10)
+	if ph == 'f' {
+		b = append(b, `,"bp":"e"`...)
+	}
+	b = appendScope(b, &rest[0])
+	e.buf = append(b, "},\n"...)
+}
