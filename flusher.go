@@ -3,6 +3,7 @@ package tracer
 import (
 	"bytes"
 	"math"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -79,7 +80,7 @@ func (f *flusher) prepare(r *recorder, o *options, base int64, s sink, wall time
 		f.enc.shared = f.shared
 		f.open.forget = f.shared.abandon
 	}
-	f.out.prepare(s, o.onError, &r.progress, &r.own.writer)
+	f.out.prepare(s, o.onError, &r.progress, &r.own.writing)
 }
 
 // run is the flusher goroutine. It encodes when a P seals a chunk (the
@@ -89,7 +90,7 @@ func (f *flusher) prepare(r *recorder, o *options, base int64, s sink, wall time
 func (f *flusher) run(done chan<- struct{}) {
 	defer close(done)
 	r := f.r
-	r.own.flusher.Store(goroutineID())
+	r.own.flushing.Store(goroutineID())
 	tick := time.NewTicker(f.opts.flushInterval)
 	defer tick.Stop()
 	lastTrim := time.Now()
@@ -730,6 +731,21 @@ func (f *flusher) nameGoroutines(names map[uint64]trackName) {
 		}
 	}
 	f.send()
+}
+
+// autoName gives goroutine gid, about to have an event written, a name if
+// it has none.
+func (f *flusher) autoName(gid uint64) {
+	if f.shared != nil || !f.auto.need(gid) {
+		return // on lanes, goroutines are no tracks
+	}
+	tn := trackName{name: "goroutine " + strconv.FormatUint(gid, 10), hasName: true}
+	if f.names != nil {
+		f.names.adopt(gid, tn) // named again in later files and in dumps
+	}
+	if !f.traits.window { // a dump writes the names it remembers
+		f.pending += f.enc.appendTrackName(gid, &tn)
+	}
 }
 
 // importState is the flusher's link to its source. src is set under

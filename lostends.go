@@ -1,7 +1,6 @@
 package tracer
 
 import (
-	"slices"
 	"sync"
 )
 
@@ -47,56 +46,4 @@ func (r *recorder) keepEnd(gid, id, at uint64) {
 		return
 	}
 	k.ends = append(k.ends, slot{num: at, meta: headMeta(kindEnd, 0, 1, false, gid), n: id})
-}
-
-// takeKeptEnds moves the ends kept aside so far to f.kept, in time order.
-// The flusher calls it after reading a pass's cut: an end kept after that
-// belongs to a goroutine whose later events are all after the cut.
-func (f *flusher) takeKeptEnds() {
-	k := &f.r.kept
-	k.mu.Lock()
-	if len(k.ends) == 0 {
-		k.mu.Unlock()
-		return
-	}
-	f.kept = append(f.kept, k.ends...)
-	clear(k.ends)
-	k.ends = k.ends[:0]
-	k.mu.Unlock()
-	for i := range f.kept { // those kept in earlier passes too: see timebase.fix
-		f.clock.fix(&f.kept[i])
-	}
-	slices.SortStableFunc(f.kept, func(a, b slot) int {
-		switch {
-		case a.at() < b.at():
-			return -1
-		case a.at() > b.at():
-			return 1
-		}
-		return 0
-	})
-}
-
-// popKeptEnds pairs the ends kept aside that happened before before with
-// their starts.
-func (f *flusher) popKeptEnds(before int64) {
-	i := 0
-	for ; i < len(f.kept) && f.kept[i].at() < before; i++ {
-		f.pop(&f.kept[i], nil)
-	}
-	if i > 0 {
-		n := copy(f.kept, f.kept[i:])
-		clear(f.kept[n:])
-		f.kept = f.kept[:n]
-	}
-}
-
-// lateKeptEnds counts, once Close's last pass is done, the ends kept aside
-// too late for it.
-func (f *flusher) lateKeptEnds() {
-	k := &f.r.kept
-	k.mu.Lock()
-	f.r.lateDrops.Add(uint64(len(k.ends) + len(f.kept)))
-	k.ends, f.kept = nil, nil
-	k.mu.Unlock()
 }

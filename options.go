@@ -45,17 +45,6 @@ type options struct {
 	lanes         bool          // see WithLanes
 }
 
-// sinkOptions says how a path becomes a sink.
-type sinkOptions struct {
-	gzip     bool
-	level    int
-	maxSize  int64
-	maxFiles int
-	fifoWait time.Duration // how long to wait for a named pipe's reader: the stop timeout
-}
-
-func (o *sinkOptions) rotating() bool { return o.maxSize > 0 || o.maxFiles > 0 }
-
 // buildOptions applies opts to the defaults.
 func buildOptions(opts []Option) (options, error) {
 	o := defaultOptions()

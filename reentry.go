@@ -47,13 +47,13 @@ const ownReserveChunks = 2
 // ownGoroutines holds the ids of the goroutines that run user code for a
 // tracer, 0 until each starts.
 type ownGoroutines struct {
-	writer, flusher atomic.Uint64
+	writing, flushing atomic.Uint64 // the writer goroutine, the flusher goroutine
 }
 
 // onOwnGoroutine reports whether the caller is one of t's own goroutines.
 func (r *recorder) onOwnGoroutine() bool {
 	g := goroutineID()
-	return g == r.own.writer.Load() || g == r.own.flusher.Load()
+	return g == r.own.writing.Load() || g == r.own.flushing.Load()
 }
 
 // reentrant returns the error op returns on one of t's own goroutines.

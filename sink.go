@@ -75,3 +75,20 @@ type fileCutter interface {
 // pipeBuf is PIPE_BUF: a write of at most this many bytes to a pipe is
 // atomic. It is 4096 on Linux, and POSIX promises 512.
 var pipeBuf = map[bool]int{true: 4096, false: 512}[runtime.GOOS == "linux"]
+
+// A Sink receives the encoded trace from a Tracer's background goroutine.
+// It is an io.WriteCloser; the name is for the contract below, which
+// NewWithSink relies on.
+//
+// The first Write starts with "[" and the process metadata; every Write
+// holds whole events, one a line, and ends on an event boundary, so that
+// whatever a Sink passed on before a crash is a trace both viewers load.
+// Writes come from one goroutine at a time. Close is called once, by the
+// Tracer's Close, after the last Write, which ends the JSON array.
+//
+// A Write that fails is reported to the error handler and counted in
+// Stats; the Tracer goes on recording and writes the next batch. A Write
+// that fails part-way leaves the stream cut inside an event: the Tracer
+// writes the rest of that event first at its next Write, so a stream that
+// recovers stays valid.
+type Sink = io.WriteCloser

@@ -9,6 +9,19 @@ import (
 	"time"
 )
 
+// sinkOptions says how a path becomes a sink.
+type sinkOptions struct {
+	gzip     bool
+	level    int
+	maxSize  int64
+	maxFiles int
+	fifoWait time.Duration // how long to wait for a named pipe's reader: the stop timeout
+}
+
+// rotating reports whether the files rotate: WithMaxFileSize or
+// WithMaxFiles.
+func (o *sinkOptions) rotating() bool { return o.maxSize > 0 || o.maxFiles > 0 }
+
 // openSink opens the sink for path: a file, gzipped when path ends in
 // ".gz" or WithGzip was given, and rotated with WithMaxFileSize.
 func openSink(path string, o *sinkOptions) (sink, error) {

@@ -7,60 +7,6 @@ import (
 	"os"
 )
 
-// A Sink receives the encoded trace from a Tracer's background goroutine.
-// It is an io.WriteCloser; the name is for the contract below, which
-// NewWithSink relies on.
-//
-// The first Write starts with "[" and the process metadata; every Write
-// holds whole events, one a line, and ends on an event boundary, so that
-// whatever a Sink passed on before a crash is a trace both viewers load.
-// Writes come from one goroutine at a time. Close is called once, by the
-// Tracer's Close, after the last Write, which ends the JSON array.
-//
-// A Write that fails is reported to the error handler and counted in
-// Stats; the Tracer goes on recording and writes the next batch. A Write
-// that fails part-way leaves the stream cut inside an event: the Tracer
-// writes the rest of that event first at its next Write, so a stream that
-// recovers stays valid.
-type Sink = io.WriteCloser
-
-// NewWithWriter creates a Tracer writing the trace to w: standard output, a
-// network connection, a buffer. With WithGzip the trace is compressed. The
-// Tracer never closes w. Like New, it writes the head of the trace at once
-// and returns an error if that write fails.
-func NewWithWriter(w io.Writer, opts ...Option) (*Tracer, error) {
-	return newStream(newWriterSink(w, nil), opts)
-}
-
-// NewWithSink creates a Tracer writing the trace to s, and closing s when
-// the Tracer is closed. See Sink for what s receives.
-func NewWithSink(s Sink, opts ...Option) (*Tracer, error) {
-	return newStream(newWriterSink(s, s.Close), opts)
-}
-
-// newStream creates a Tracer writing to a stream that cannot be cut back
-// or rotated.
-func newStream(s *writerSink, opts []Option) (*Tracer, error) {
-	o, err := buildOptions(opts)
-	if err != nil {
-		return nil, err
-	}
-	if o.sink.rotating() {
-		return nil, errRotateStream
-	}
-	var out sink = s
-	if o.sink.gzip {
-		s.whole = true // a gzip member is only readable whole
-		out = newGzipSink(s, o.sink.level)
-	}
-	t, err := newTracer(out, o)
-	if err != nil {
-		out.Close()
-		return nil, err
-	}
-	return t, nil
-}
-
 // A writerSink passes batches to an io.Writer that cannot be cut back. When
 // a Write fails part-way, it keeps the rest of the cut event (of the cut
 // gzip members, when whole is set) and writes it first at the next Write,

@@ -3,6 +3,7 @@ package tracer
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"sync"
@@ -61,6 +62,43 @@ func New(path string, opts ...Option) (*Tracer, error) {
 	t, err := newTracer(s, o)
 	if err != nil {
 		s.Close()
+		return nil, err
+	}
+	return t, nil
+}
+
+// NewWithWriter creates a Tracer writing the trace to w: standard output, a
+// network connection, a buffer. With WithGzip the trace is compressed. The
+// Tracer never closes w. Like New, it writes the head of the trace at once
+// and returns an error if that write fails.
+func NewWithWriter(w io.Writer, opts ...Option) (*Tracer, error) {
+	return newStream(newWriterSink(w, nil), opts)
+}
+
+// NewWithSink creates a Tracer writing the trace to s, and closing s when
+// the Tracer is closed. See Sink for what s receives.
+func NewWithSink(s Sink, opts ...Option) (*Tracer, error) {
+	return newStream(newWriterSink(s, s.Close), opts)
+}
+
+// newStream creates a Tracer writing to a stream that cannot be cut back
+// or rotated.
+func newStream(s *writerSink, opts []Option) (*Tracer, error) {
+	o, err := buildOptions(opts)
+	if err != nil {
+		return nil, err
+	}
+	if o.sink.rotating() {
+		return nil, errRotateStream
+	}
+	var out sink = s
+	if o.sink.gzip {
+		s.whole = true // a gzip member is only readable whole
+		out = newGzipSink(s, o.sink.level)
+	}
+	t, err := newTracer(out, o)
+	if err != nil {
+		out.Close()
 		return nil, err
 	}
 	return t, nil

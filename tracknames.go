@@ -224,18 +224,3 @@ func (a *autoNames) need(gid uint64) bool {
 	a.named[gid] = false
 	return true
 }
-
-// autoName gives goroutine gid, about to have an event written, a name if
-// it has none.
-func (f *flusher) autoName(gid uint64) {
-	if f.shared != nil || !f.auto.need(gid) {
-		return // on lanes, goroutines are no tracks
-	}
-	tn := trackName{name: "goroutine " + strconv.FormatUint(gid, 10), hasName: true}
-	if f.names != nil {
-		f.names.adopt(gid, tn) // named again in later files and in dumps
-	}
-	if !f.traits.window { // a dump writes the names it remembers
-		f.pending += f.enc.appendTrackName(gid, &tn)
-	}
-}
