@@ -70,6 +70,16 @@ func newEncoder(pid int, base int64) encoder {
 	return e
 }
 
+// drawOn tells e of the track names to keep (see trackNames) and the
+// lanes goroutines are drawn on (see WithLanes), either nil if none.
+func (e *encoder) drawOn(names *trackNames, shared *sharedTracks) {
+	e.names, e.shared = names, shared
+}
+
+// nextOnLane draws the next event written on lane tid rather than on the
+// lane its goroutine holds.
+func (e *encoder) nextOnLane(tid uint64) { e.tidNext = tid }
+
 // nameCacheSize is the number of escaped strings the encoder keeps: names,
 // keys and categories, which programs write as constants, so a few
 // hundred cover them.
@@ -234,11 +244,26 @@ func (e *encoder) begin(h *slot, rest []slot) {
 
 // end appends the E event, at time at, of the span that began with h,
 // with the args given to its end (both viewers add them to the span's).
-func (e *encoder) end(h *slot, rest, endArgs []slot, at int64) {
+// It returns where in buf its phase letter is, which the writer changes
+// when the write of its B failed (see writer.unpair).
+func (e *encoder) end(h *slot, rest, endArgs []slot, at int64) (phase int) {
 	b := e.appendHead(e.buf, h, rest, 'E', at)
+	phase = phaseOf(b)
 	b = e.appendIDs(b, h.gid())
 	e.gidArg = 0 // on the B already: catapult warns of an arg both give
 	e.buf = e.appendArgs(b, endArgs, nil)
+	return phase
+}
+
+// phaseOf returns where the phase letter is in b, which ends with an
+// event's head: the phase letter, `","ts":` and the timestamp, whose
+// digits, point and sign hold no colon.
+func phaseOf(b []byte) int {
+	i := len(b) - 1
+	for b[i] != ':' {
+		i--
+	}
+	return i - len(`","ts"`) - 1
 }
 
 // phaseTs holds `,"ph":"P","ts":` for every phase letter P.

@@ -185,8 +185,10 @@ func TestEncoderMatchesReference(t *testing.T) {
 			enc.begin(&s[0], s[1:])
 			ref.begin(&recs[0], recs[1:])
 		case kindEnd: // the E of a span that began as this event
-			enc.end(&s[0], s[1:], nil, e.endAt)
+			phase := enc.end(&s[0], s[1:], nil, e.endAt)
 			ref.end(&recs[0], e.endAt)
+			require.Less(t, phase, len(enc.buf))
+			require.Equal(t, `"ph":"E"`, string(enc.buf[phase-len(`"ph":"`):phase+2]), "event %d: the phase end reports", i)
 		default:
 			enc.event(&s[0], s[1:])
 			ref.event(&recs[0], recs[1:])

@@ -65,22 +65,33 @@ type cursor struct {
 	head uint64 // published slots of l.read, as last loaded
 }
 
-func (f *flusher) prepare(r *recorder, o *options, base int64, s sink, wall time.Time) {
+// prepare readies f to encode r's lanes for sink s, with the options o,
+// in a trace that starts at wall. Its first step takes the anchor of ts 0,
+// close to wall, and it returns ts 0's nanotime.
+func (f *flusher) prepare(r *recorder, o *options, s sink, wall time.Time) (base int64) {
+	base = f.clock.start()
 	f.r, f.opts, f.base, f.wall = r, o, base, wall
-	f.enc = newEncoder(processID, base)
-	f.enc.buf = make([]byte, 0, 64<<10)
 	f.batchLimit = batchBytes
 	f.traits = s.traits()
 	if f.traits.files != nil || f.traits.window {
 		f.names = newTrackNames()
-		f.enc.names = f.names
 	}
 	if o.lanes {
 		f.shared = newSharedTracks(f.names)
-		f.enc.shared = f.shared
 		f.open.forget = f.shared.abandon
 	}
+	f.enc = newEncoder(processID, base)
+	f.enc.buf = make([]byte, 0, 64<<10)
+	f.enc.drawOn(f.names, f.shared)
 	f.out.prepare(s, o.onError, &r.progress, &r.own.writing)
+	return base
+}
+
+// start starts the writer goroutine and the flusher goroutine, which
+// closes done when Close stops it.
+func (f *flusher) start(done chan<- struct{}) {
+	go f.out.run()
+	go f.run(done)
 }
 
 // run is the flusher goroutine. It encodes when a P seals a chunk (the
@@ -516,19 +527,16 @@ func (f *flusher) writeEnd(start *slot, rest, endArgs []slot, at int64, bBatch u
 		if tid == 0 {
 			tid = f.shared.tid(start.gid())
 		}
-		f.enc.tidNext = tid
+		f.enc.nextOnLane(tid)
 	}
 	off := len(f.enc.buf)
-	f.enc.end(start, rest, endArgs, at)
+	phase := f.enc.end(start, rest, endArgs, at)
 	f.pending++
 	if f.cur != nil {
-		line := f.enc.buf[off:]
-		if i := bytes.Index(line, []byte(`"ph":"E"`)); i >= 0 {
-			f.cur.ends = append(f.cur.ends, endRef{
-				start: off, end: len(f.enc.buf), phase: off + i + len(`"ph":"`),
-				bBatch: bBatch, bOff: bOff,
-			})
-		}
+		f.cur.ends = append(f.cur.ends, endRef{
+			start: off, end: len(f.enc.buf), phase: phase,
+			bBatch: bBatch, bOff: bOff,
+		})
 	}
 }
 
@@ -758,6 +766,19 @@ type importState struct {
 
 // A sourceBox holds a Source, for atomic.Pointer.
 type sourceBox struct{ imported.Source }
+
+// attach makes src the source, under the flusher's mu.
+func (s *importState) attach(src imported.Source) {
+	s.lastGid = 0
+	s.src.Store(&sourceBox{src})
+}
+
+// detach forgets src, if it is the source, without the flusher's mu.
+func (s *importState) detach(src imported.Source) {
+	if box := s.src.Load(); box != nil && box.Source == src {
+		s.src.CompareAndSwap(box, nil)
+	}
+}
 
 // note tells the source about a span start or a track name that the
 // flusher is about to encode.

@@ -47,8 +47,7 @@ func attachImported(t any, src imported.Source) (int, int64, error) {
 		src.Named(gid, tn.name, tn.hasName, tn.sort, tn.hasSort)
 	}
 	pkgState.mu.Unlock()
-	f.imp.lastGid = 0
-	f.imp.src.Store(&sourceBox{src})
+	f.imp.attach(src)
 	return processID, tr.base, nil
 }
 
@@ -67,7 +66,5 @@ func detachImported(t any, src imported.Source) {
 	if tr == nil {
 		return
 	}
-	if box := tr.flusher.imp.src.Load(); box != nil && box.Source == src {
-		tr.flusher.imp.src.CompareAndSwap(box, nil)
-	}
+	tr.flusher.imp.detach(src)
 }

@@ -223,7 +223,7 @@ func (s *sharedTracks) momentary(enc *encoder, gid uint64, event string, at int6
 		}
 	}
 	tr := s.take(gid, event, at)
-	enc.tidNext = tr.tid
+	enc.nextOnLane(tr.tid)
 	return tr
 }
 

@@ -123,15 +123,12 @@ func newTracer(s sink, o options) (*Tracer, error) {
 	t.lanes.Store(&empty)
 	t.categories.Store(o.categories)
 	chooseClock() // first: it reads files, which must not come between the two clocks
-	wall := time.Now()
-	t.base = t.flusher.clock.start()
-	t.flusher.prepare(&t.recorder, &t.opts, t.base, s, wall)
+	t.base = t.flusher.prepare(&t.recorder, &t.opts, s, time.Now())
 	if err := t.flusher.writeHeader(); err != nil {
 		return nil, fmt.Errorf("tracer: writing trace header: %w", err)
 	}
 	t.recording.Store(true)
-	go t.flusher.out.run()
-	go t.flusher.run(t.done)
+	t.flusher.start(t.done)
 	return t, nil
 }
 
