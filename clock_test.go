@@ -2,6 +2,7 @@ package tracer
 
 import (
 	"math"
+	"math/rand/v2"
 	"path/filepath"
 	"runtime"
 	"sync"
@@ -80,6 +81,41 @@ func TestTimebase(t *testing.T) {
 			require.Less(t, got, ns)
 			prev = got
 		}
+	})
+	t.Run("the cached segment converts as the search does", func(t *testing.T) {
+		tb := steady()
+		rng := rand.New(rand.NewPCG(1, 2))
+		ns, tick := int64(100), int64(1000)
+		for i := 0; i < 600; i++ { // the ring wraps: cached segments are dropped
+			tick += 1000 + rng.Int64N(2000)
+			ns += 400 + rng.Int64N(500)
+			tb.add(anchor{tick: tick, ns: ns})
+			for range 20 {
+				// Mostly the newest segments, as a pass converts; some
+				// older than the ring, some not convertible yet.
+				raw := uint64(tick - rng.Int64N(5000))
+				if rng.IntN(10) == 0 {
+					raw = uint64(rng.Int64N(tick + 1000))
+				}
+				searched := *tb
+				searched.seg = segment{}
+				require.Equal(t, conv(&searched, raw), conv(tb, raw), "tick %d after %d anchors", raw, i)
+			}
+		}
+		// A segment cached, then pushed out of the ring by anchors taken
+		// while nothing was converted (a writer that held the flusher up):
+		// older than every anchor kept, at the long-run rate.
+		old := uint64(tick - 1)
+		tb.add(anchor{tick: tick + 1000, ns: ns + 400})
+		conv(tb, old)
+		for i := 0; i < anchors+1; i++ {
+			tick += 3000
+			ns += 400
+			tb.add(anchor{tick: tick, ns: ns})
+		}
+		searched := *tb
+		searched.seg = segment{}
+		require.Equal(t, conv(&searched, old), conv(tb, old))
 	})
 	t.Run("nanotime readings", func(t *testing.T) {
 		tb := steady()

@@ -27,6 +27,17 @@ type timebase struct {
 	first  anchor // the trace's start, for the long-run rate
 	long   uint64 // the long-run rate, first to newest, 32.32
 	failed bool   // the counter was found unreliable
+
+	// seg is the segment between two anchors that the last conversion
+	// used: a pass converts its events from one or two segments, so most
+	// conversions take it without a search.
+	seg segment
+}
+
+// A segment converts the readings in [from, to) as ns + scale(t-from, mult).
+type segment struct {
+	from, to, ns int64
+	mult         uint64
 }
 
 // start takes the first anchor and returns its nanotime, the trace's ts 0.
@@ -82,6 +93,9 @@ func (tb *timebase) add(a anchor) int64 {
 		return a.ns
 	}
 	prev.mult = rate(dns, dt)
+	if tb.n >= anchors {
+		tb.seg = segment{} // its anchor may be the one a overwrites
+	}
 	tb.ring[tb.n%anchors] = a
 	tb.n++
 	if span := a.ns - tb.first.ns; span >= 10e6 {
@@ -143,6 +157,10 @@ func (tb *timebase) fix(s *slot) {
 		return
 	}
 	t := int64(raw)
+	if g := &tb.seg; t >= g.from && t < g.to {
+		s.num = uint64(g.ns+scale(uint64(t-g.from), g.mult)) | rawDone
+		return
+	}
 	newest := tb.newest()
 	if t >= newest.tick {
 		if tb.failed {
@@ -158,6 +176,8 @@ func (tb *timebase) fix(s *slot) {
 	}
 	for i := tb.n - 2; i >= oldest; i-- {
 		if a := &tb.ring[i%anchors]; t >= a.tick {
+			// Its mult is final: the anchor after it is taken.
+			tb.seg = segment{from: a.tick, to: tb.ring[(i+1)%anchors].tick, ns: a.ns, mult: a.mult}
 			s.num = uint64(a.ns+scale(uint64(t-a.tick), a.mult)) | rawDone
 			return
 		}
