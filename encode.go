@@ -447,3 +447,29 @@ func (e *encoder) dropCounter(at int64, drops uint64) {
 	b = strconv.AppendUint(b, drops, 10)
 	e.buf = append(b, "}},\n"...)
 }
+
+// appendTrackName appends the thread_name and thread_sort_index events of
+// track gid (a goroutine, or a lane: see WithLanes), and returns how many
+// it appended.
+func (e *encoder) appendTrackName(gid uint64, tn *trackName) int {
+	events := 0
+	b := e.buf
+	if tn.hasName {
+		b = append(b, `{"name":"thread_name","ph":"M"`...)
+		b = e.appendTid(b, gid)
+		b = append(b, `,"args":{"name":`...)
+		b = jsonenc.String(b, tn.name)
+		b = append(b, "}},\n"...)
+		events++
+	}
+	if tn.hasSort {
+		b = append(b, `{"name":"thread_sort_index","ph":"M"`...)
+		b = e.appendTid(b, gid)
+		b = append(b, `,"args":{"sort_index":`...)
+		b = strconv.AppendInt(b, tn.sort, 10)
+		b = append(b, "}},\n"...)
+		events++
+	}
+	e.buf = b
+	return events
+}

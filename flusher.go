@@ -369,7 +369,7 @@ func (f *flusher) take(c *cursor, h *slot, cut int64) uint64 {
 					en := next.slots()
 					var lane *sharedTrack
 					if f.shared != nil {
-						lane = f.shared.momentary(&f.enc, h.gid(), h.str(), h.at())
+						lane = f.momentaryLane(h)
 					}
 					f.enc.complete(h, rest, l.read.slots[l.pos+n+1:l.pos+n+en], next.at()-h.at())
 					f.pending++
@@ -405,7 +405,7 @@ func (f *flusher) take(c *cursor, h *slot, cut int64) uint64 {
 	default:
 		var lane *sharedTrack
 		if f.shared != nil && h.kind() != kindCounter {
-			lane = f.shared.momentary(&f.enc, h.gid(), h.str(), h.at())
+			lane = f.momentaryLane(h)
 		}
 		f.enc.event(h, rest)
 		f.pending++
@@ -478,7 +478,23 @@ func (f *flusher) appendLaneNames() {
 		f.shared.unnamed = f.shared.unnamed[:0]
 		return
 	}
-	f.pending += f.shared.appendNames(&f.enc)
+	f.shared.forUnnamed(f.appendTrackName)
+}
+
+// appendTrackName writes the name of track tid, a goroutine or a lane.
+func (f *flusher) appendTrackName(tid uint64, tn *trackName) {
+	f.pending += f.enc.appendTrackName(tid, tn)
+}
+
+// momentaryLane draws the event with head h on a lane of its goroutine's
+// group, unless the goroutine holds one, and returns the lane to give back
+// once the event is written, nil if none (see sharedTracks.momentary).
+func (f *flusher) momentaryLane(h *slot) *sharedTrack {
+	tr := f.shared.momentary(h.gid(), h.str(), h.at())
+	if tr != nil {
+		f.enc.nextOnLane(tr.tid)
+	}
+	return tr
 }
 
 // send queues the batch encoded so far for the writer, unless it is empty.
@@ -489,7 +505,7 @@ func (f *flusher) send() {
 	}
 	f.appendLaneNames()
 	if f.names != nil {
-		f.pending += f.names.appendPending(&f.enc)
+		f.names.forPending(f.appendTrackName)
 		f.names.tick++
 	}
 	b.buf, b.events, b.seq = f.enc.buf, f.pending, f.batch
@@ -696,7 +712,7 @@ func (f *flusher) snapshot(events []byte, size int) []byte {
 	// Async and flow events whose other half left the window are left
 	// out, and operations still open end now.
 	f.enc.buf, _ = keepPairs(f.enc.buf, events, jsonenc.Micros(nil, nanotime()-f.base))
-	f.names.appendAll(&f.enc)
+	f.names.forAll(func(gid uint64, tn *trackName) { f.enc.appendTrackName(gid, tn) })
 	f.open.appendBegins(&f.enc, false)
 	f.appendEnd()
 	b := f.enc.buf

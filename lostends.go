@@ -47,3 +47,22 @@ func (r *recorder) keepEnd(gid, id, at uint64) {
 	}
 	k.ends = append(k.ends, slot{num: at, meta: headMeta(kindEnd, 0, 1, false, gid), n: id})
 }
+
+// take appends the ends kept aside to dst, forgets them and returns dst.
+func (k *keptEnds) take(dst []slot) []slot {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	dst = append(dst, k.ends...)
+	clear(k.ends)
+	k.ends = k.ends[:0]
+	return dst
+}
+
+// drop forgets the ends kept aside and returns how many there were.
+func (k *keptEnds) drop() int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	n := len(k.ends)
+	k.ends = nil
+	return n
+}

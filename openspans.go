@@ -304,16 +304,10 @@ func (f *flusher) reportNeverEnded() {
 // The flusher calls it after reading a pass's cut: an end kept after that
 // belongs to a goroutine whose later events are all after the cut.
 func (f *flusher) takeKeptEnds() {
-	k := &f.r.kept
-	k.mu.Lock()
-	if len(k.ends) == 0 {
-		k.mu.Unlock()
+	n := len(f.kept)
+	if f.kept = f.r.kept.take(f.kept); len(f.kept) == n {
 		return
 	}
-	f.kept = append(f.kept, k.ends...)
-	clear(k.ends)
-	k.ends = k.ends[:0]
-	k.mu.Unlock()
 	for i := range f.kept { // those kept in earlier passes too: see timebase.fix
 		f.clock.fix(&f.kept[i])
 	}
@@ -345,9 +339,6 @@ func (f *flusher) popKeptEnds(before int64) {
 // lateKeptEnds counts, once Close's last pass is done, the ends kept aside
 // too late for it.
 func (f *flusher) lateKeptEnds() {
-	k := &f.r.kept
-	k.mu.Lock()
-	f.r.lateDrops.Add(uint64(len(k.ends) + len(f.kept)))
-	k.ends, f.kept = nil, nil
-	k.mu.Unlock()
+	f.r.lateDrops.Add(uint64(f.r.kept.drop() + len(f.kept)))
+	f.kept = nil
 }

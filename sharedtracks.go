@@ -184,16 +184,14 @@ type laneName struct {
 	tn  trackName
 }
 
-// appendNames writes the names of the lanes made since the last call, at
-// the end of a batch (events are written one at a time, and a lane may be
-// made while one is), and returns how many events it appended.
-func (s *sharedTracks) appendNames(e *encoder) int {
-	n := 0
+// forUnnamed calls f with each lane made since the last call and its
+// name, and forgets them: they are written at the end of a batch (events
+// are written one at a time, and a lane may be made while one is).
+func (s *sharedTracks) forUnnamed(f func(tid uint64, tn *trackName)) {
 	for i := range s.unnamed {
-		n += e.appendTrackName(s.unnamed[i].tid, &s.unnamed[i].tn)
+		f(s.unnamed[i].tid, &s.unnamed[i].tn)
 	}
 	s.unnamed = s.unnamed[:0]
-	return n
 }
 
 // release gives back gid's lane, busy until at at least.
@@ -213,18 +211,16 @@ func (s *sharedTracks) abandon(gid uint64) {
 
 // momentary returns the lane an event of goroutine gid named event, at
 // time at and lasting until end, is drawn on: the lane gid holds, or else
-// a free lane of its group, taken for the event alone. It tells the
-// encoder, which writes the event next, and returns a lane to give back
-// (see give) once it is written, nil if none.
-func (s *sharedTracks) momentary(enc *encoder, gid uint64, event string, at int64) *sharedTrack {
+// a free lane of its group, taken for the event alone. It returns nil for
+// the lane held, else the lane taken, to give back (see give) once the
+// event is written on it.
+func (s *sharedTracks) momentary(gid uint64, event string, at int64) *sharedTrack {
 	if len(s.held) > 0 {
 		if tr := s.held[gid]; tr != nil {
 			return nil
 		}
 	}
-	tr := s.take(gid, event, at)
-	enc.nextOnLane(tr.tid)
-	return tr
+	return s.take(gid, event, at)
 }
 
 // tid returns the track goroutine gid's event goes to: the lane it holds.

@@ -2,9 +2,6 @@ package tracer
 
 import (
 	"slices"
-	"strconv"
-
-	"github.com/gotracer/tracer/internal/jsonenc"
 )
 
 // A rotated file and a flight recorder's dump must each name the goroutines
@@ -129,50 +126,22 @@ func (n *trackNames) newFile() {
 	n.pending = n.pending[:0]
 }
 
-// appendPending appends the names of the goroutines seen in this batch and
-// not yet named in this file, and returns how many events it appended.
-func (n *trackNames) appendPending(e *encoder) int {
-	events := 0
+// forPending calls f with each goroutine seen in this batch and not yet
+// named in this file, and its name, and forgets them.
+func (n *trackNames) forPending(f func(gid uint64, tn *trackName)) {
 	for _, gid := range n.pending {
 		if tn := n.m[gid]; tn != nil {
-			events += e.appendTrackName(gid, tn)
+			f(gid, tn)
 		}
 	}
 	n.pending = n.pending[:0]
-	return events
 }
 
-// appendAll appends every remembered name.
-func (n *trackNames) appendAll(e *encoder) {
+// forAll calls f with every remembered goroutine and its name.
+func (n *trackNames) forAll(f func(gid uint64, tn *trackName)) {
 	for gid, tn := range n.m {
-		e.appendTrackName(gid, tn)
+		f(gid, tn)
 	}
-}
-
-// appendTrackName appends the thread_name and thread_sort_index events of
-// track gid (a goroutine, or a lane: see WithLanes), and returns how many
-// it appended.
-func (e *encoder) appendTrackName(gid uint64, tn *trackName) int {
-	events := 0
-	b := e.buf
-	if tn.hasName {
-		b = append(b, `{"name":"thread_name","ph":"M"`...)
-		b = e.appendTid(b, gid)
-		b = append(b, `,"args":{"name":`...)
-		b = jsonenc.String(b, tn.name)
-		b = append(b, "}},\n"...)
-		events++
-	}
-	if tn.hasSort {
-		b = append(b, `{"name":"thread_sort_index","ph":"M"`...)
-		b = e.appendTid(b, gid)
-		b = append(b, `,"args":{"sort_index":`...)
-		b = strconv.AppendInt(b, tn.sort, 10)
-		b = append(b, "}},\n"...)
-		events++
-	}
-	e.buf = b
-	return events
 }
 
 // Goroutines that never set a name still get one, "goroutine N", written
