@@ -28,7 +28,7 @@ type flusher struct {
 	base    int64     // nanotime of ts 0
 	enc     encoder
 	wall    time.Time // wall clock of ts 0
-	clock   timebase  // converts the events' raw readings: see clock.go
+	clock   timebase  // converts the events' raw readings: see timebase.go
 	cursors []cursor
 	out     writer
 

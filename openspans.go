@@ -67,7 +67,7 @@ type openSpans struct {
 
 	forget func(gid uint64) // told of goroutines trim forgot, if not nil
 
-	anys anySpans // the open SpanHandles: see anyspan.go
+	anys anySpans // the open SpanHandles: see openhandles.go
 }
 
 func (o *openSpans) stack(gid uint64, create bool) *[]openSpan {

@@ -22,7 +22,7 @@ const (
 	kindFlowBegin                    // s, flow id in the extra slot
 	kindFlowStep                     // t
 	kindFlowEnd                      // f, bound to the enclosing slice
-	kindAnyBegin                     // start of a SpanHandle, its id in the extra slot: see anyspan.go
+	kindAnyBegin                     // start of a SpanHandle, its id in the extra slot: see anyspan.go and openhandles.go
 	kindAnyEnd                       // end of a SpanHandle, on any goroutine, its id in the extra slot
 )
 
