@@ -27,6 +27,7 @@ type shape struct {
 	short    bool // short children, many of them
 	instants bool // instants of a thread, which Perfetto shows as slices
 	distinct bool // every span name differs
+	chain    int  // a recursion this many levels deep after each thread's spans
 }
 
 // genSpan is a span genTrace made.
@@ -102,6 +103,19 @@ func genTrace(r *rand.Rand, sh shape) (string, []genSpan) {
 				grow(p, th, t, t+d, 1, sp.name)
 				t += d + int64(r.IntN(3))*1000
 			}
+			// A deep recursion, each level a nanosecond inside the one
+			// around it, named as it (or not, at times).
+			var name string
+			if sh.chain > 0 {
+				name = pick("")
+			}
+			for i := range sh.chain {
+				if r.IntN(8) == 0 {
+					name = pick("")
+				}
+				s, e := t+int64(i), t+int64(2*sh.chain-i)
+				spans = append(spans, genSpan{name: name, start: s, end: e, pid: p, tid: th, depth: i, be: r.Float64() < sh.cut})
+			}
 		}
 	}
 	// A B or E at the time of another event of its track is left out:
@@ -131,7 +145,8 @@ func genTrace(r *rand.Rand, sh shape) (string, []genSpan) {
 		id := fmt.Sprintf(`"pid":%d,"tid":%d`, sp.pid, sp.tid)
 		// At one time, the producer writes the Es first, innermost first,
 		// then the Bs, outermost first.
-		endAt, startAt := sp.end*128+63-int64(sp.depth), sp.start*128+64+int64(sp.depth)
+		// (Room for 2048 levels at one ns: a deep recursion's.)
+		endAt, startAt := sp.end*4096+2047-int64(sp.depth), sp.start*4096+2048+int64(sp.depth)
 		if sp.be {
 			b := fmt.Sprintf(`{"name":%q,"ph":"B","ts":%s,%s}`, sp.name, ts(sp.start), id)
 			e := fmt.Sprintf(`{"name":%q,"ph":"E","ts":%s,%s}`, sp.name, ts(sp.end), id)
@@ -149,7 +164,7 @@ func genTrace(r *rand.Rand, sh shape) (string, []genSpan) {
 		case "start":
 			evs = append(evs, ev{startAt, i, x})
 		default:
-			evs = append(evs, ev{r.Int64N(1 << 50), i, x})
+			evs = append(evs, ev{r.Int64N(1<<50) * 32, i, x})
 		}
 	}
 	if sh.instants {
@@ -168,15 +183,15 @@ func genTrace(r *rand.Rand, sh shape) (string, []genSpan) {
 			if beAt[at{sp.pid, sp.tid, when}] {
 				continue
 			}
-			evs = append(evs, ev{when*128 + 64 + 32, i, fmt.Sprintf(`{"name":"mark","ph":"i","ts":%s,"pid":%d,"tid":%d}`, ts(when), sp.pid, sp.tid)})
+			evs = append(evs, ev{when*4096 + 2048 + 32, i, fmt.Sprintf(`{"name":"mark","ph":"i","ts":%s,"pid":%d,"tid":%d}`, ts(when), sp.pid, sp.tid)})
 		}
 	}
 	if sh.async {
 		for i := range 20 {
 			s := int64(r.IntN(100000))
 			evs = append(evs,
-				ev{s*128 + 64, -i - 1, fmt.Sprintf(`{"name":"op","cat":"io","ph":"b","id":"0x%x","ts":%s,"pid":1,"tid":1}`, i, ts(s))},
-				ev{(s+500)*128 + 64, -i - 1, fmt.Sprintf(`{"name":"op","cat":"io","ph":"e","id":"0x%x","ts":%s,"pid":1,"tid":1}`, i, ts(s+500))})
+				ev{s*4096 + 2048, -i - 1, fmt.Sprintf(`{"name":"op","cat":"io","ph":"b","id":"0x%x","ts":%s,"pid":1,"tid":1}`, i, ts(s))},
+				ev{(s+500)*4096 + 2048, -i - 1, fmt.Sprintf(`{"name":"op","cat":"io","ph":"e","id":"0x%x","ts":%s,"pid":1,"tid":1}`, i, ts(s+500))})
 		}
 	}
 	slices.SortStableFunc(evs, func(a, b ev) int {

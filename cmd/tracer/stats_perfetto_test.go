@@ -52,6 +52,11 @@ var statsShapes = map[string]shape{
 	"folded start": {order: "start", pids: 1, tids: 1, depth: 3, fanout: 6000, short: true},
 	"merged":       {order: "end", cut: 0.2, zero: 0.1, flush: 0.3, recurse: 0.3, pids: 4, tids: 2, depth: 5, fanout: 3, async: true, instants: true},
 	"instants":     {order: "end", zero: 0.2, flush: 0.4, pids: 1, tids: 2, depth: 4, fanout: 3, instants: true},
+	// Deeper than the 512 levels Perfetto keeps: it drops the slices
+	// below, and an E whose B it dropped ends another B of its name.
+	"deep recursion":  {order: "end", cut: 0.3, pids: 1, tids: 2, depth: 3, fanout: 3, chain: 600},
+	"deep start":      {order: "start", cut: 0.5, pids: 1, tids: 1, depth: 3, fanout: 3, chain: 530},
+	"deep shuffled X": {order: "shuffle", recurse: 0.5, pids: 1, tids: 2, depth: 3, fanout: 3, chain: 513},
 }
 
 // TestStatsAgainstPerfetto compares what stats says of span names and
@@ -116,9 +121,26 @@ func TestStatsCorpusAgainstPerfetto(t *testing.T) {
 		switch {
 		case v.Perfetto == "refuses the file" || v.Perfetto == "shows nothing":
 			continue
-		case v.Perfetto == "slice_max_depth_exceeded":
-			continue // stats counts the slices Perfetto drops: see docs/cli.md
 		}
 		t.Run(name, func(t *testing.T) { comparePerfetto(t, filepath.Join(corpusDir, name)) })
+	}
+}
+
+// TestStatsReplayAgainstPerfetto replays every track of the traces of
+// every shape as stats replays those nested deeper than Perfetto keeps
+// (internal/trace/exact.go), and compares with trace_processor: the
+// replay follows Perfetto on every shape, not only deep ones.
+func TestStatsReplayAgainstPerfetto(t *testing.T) {
+	replayAll = true
+	defer func() { replayAll = false }()
+	dir := t.TempDir()
+	for name, sh := range statsShapes {
+		for seed := range uint64(2) {
+			t.Run(fmt.Sprintf("%s/%d", name, seed), func(t *testing.T) {
+				text, _ := genTrace(rand.New(rand.NewPCG(seed, 1)), sh)
+				path := writeFile(t, dir, fmt.Sprintf("%s-%d.json", name, seed), text)
+				comparePerfetto(t, path)
+			})
+		}
 	}
 }

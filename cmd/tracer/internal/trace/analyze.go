@@ -46,6 +46,10 @@ type Analyzer struct {
 	// Stats makes the Analyzer keep a Sketch of each span name's
 	// durations and the numbers of each counter series, for stats.
 	Stats bool
+	// Exact are the tracks whose slices are replayed as Perfetto does,
+	// by FinishExact: another Analyzer's Deep (see exact.go).
+	Exact    TrackSet
+	ExactAll bool // every track (for tests)
 
 	Events     int64
 	MinTS      int64 // earliest ts, or start of a slice
@@ -161,7 +165,7 @@ func (a *Analyzer) track(e *tracefile.Event) *track {
 	}
 	t := a.tracks[k]
 	if t == nil {
-		t = &track{pid: clone(e.Pid), tid: clone(e.Tid)}
+		t = &track{pid: clone(e.Pid), tid: clone(e.Tid), exact: a.ExactAll || a.Exact[k]}
 		a.tracks[k] = t
 		a.trackList = append(a.trackList, t)
 	}
@@ -243,9 +247,16 @@ func (a *Analyzer) Add(e *tracefile.Event) {
 			return
 		}
 		a.seeTS(e.TS + e.Dur)
-		a.slice(a.track(e), e.TS, e.TS+e.Dur, a.name(e.Name), e.Line, false, a.Events)
+		t, name := a.track(e), a.name(e.Name)
+		if a.record(t, 'X', e.TS, e.Dur, name, false) {
+			return
+		}
+		a.slice(t, e.TS, e.TS+e.Dur, name, e.Line, false, a.Events)
 	case 'B':
 		t := a.track(e)
+		if a.record(t, 'B', e.TS, 0, a.name(e.Name), false) {
+			return
+		}
 		t.open = append(t.open, openSpan{ts: e.TS, name: a.name(e.Name), line: int32(e.Line), seq: a.Events})
 		if a.grouped && hasDigit(e.Name.Raw) {
 			a.exact[a.Events] = e.Name.String() // for the E that repair -close-open writes
@@ -256,7 +267,11 @@ func (a *Analyzer) Add(e *tracefile.Event) {
 		// Perfetto makes an instant of a thread (the default scope) a
 		// slice of no duration on its track.
 		if !e.S.Set || string(e.S.Raw) == "t" {
-			a.slice(a.track(e), e.TS, e.TS, a.name(e.Name), e.Line, false, a.Events)
+			t, name := a.track(e), a.name(e.Name)
+			if a.record(t, 'X', e.TS, 0, name, false) {
+				return
+			}
+			a.slice(t, e.TS, e.TS, name, e.Line, false, a.Events)
 		}
 	case 'b', 'n', 'e':
 		a.asyncEvent(e, ph)
@@ -285,9 +300,13 @@ func article(ph byte) string {
 // slice records a completed slice.
 func (a *Analyzer) slice(t *track, s, e int64, name int32, line int, be bool, seq int64) {
 	e = a.add(t, s, e, name, line, be, seq)
+	a.count(name, e-s)
+}
+
+// count counts a slice of d nanoseconds named name.
+func (a *Analyzer) count(name int32, d int64) {
 	n := a.Names[name]
 	n.Count++
-	d := e - s
 	n.Total += d
 	n.Max = max(n.Max, d)
 	if a.Stats {
@@ -308,6 +327,15 @@ func (a *Analyzer) checkIDs(e *tracefile.Event, what string, n tracefile.Num) {
 
 func (a *Analyzer) end(e *tracefile.Event) {
 	t := a.track(e)
+	if t.exact {
+		named := e.Name.Set && len(e.Name.Raw) > 0
+		name := int32(-1)
+		if named {
+			name = a.name(e.Name)
+		}
+		a.record(t, 'E', e.TS, 0, name, named)
+		return
+	}
 	if len(t.open) == 0 {
 		a.problem(e.Line, KindNesting, "an E event with no B open on pid %s tid %s (chrome://tracing: \"E phase event without a matching B phase event\")", e.Pid.Raw, e.Tid.Raw)
 		return

@@ -129,10 +129,12 @@ type track struct {
 	pending  []pendingFlow
 	busy     int64
 	slices   int64
-	levels   int32 // the deepest nesting seen, in levels
-	roots    int   // stack[:roots] are top slices: see collapse
-	deepLine int32 // the first slice past maxNesting levels
-	last     int64 // latest end
+	levels   int32      // the deepest nesting seen, in levels
+	roots    int        // stack[:roots] are top slices: see collapse
+	deepLine int32      // the first slice past maxNesting levels
+	last     int64      // latest end
+	exact    bool       // replayed at the end: see exact.go
+	raw      []rawSlice // its slice events, if exact
 }
 
 // add records the completed slice [s, e) named name (an index in
