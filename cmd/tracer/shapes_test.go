@@ -28,6 +28,7 @@ type shape struct {
 	instants bool // instants of a thread, which Perfetto shows as slices
 	distinct bool // every span name differs
 	chain    int  // a recursion this many levels deep after each thread's spans
+	ties     bool // B and E events at the times of other events of their track, in any order at one time
 }
 
 // genSpan is a span genTrace made.
@@ -132,7 +133,30 @@ func genTrace(r *rand.Rand, sh shape) (string, []genSpan) {
 	}
 	for i := range spans {
 		sp := &spans[i]
-		sp.be = sp.be && uses[at{sp.pid, sp.tid, sp.start}] == 1 && uses[at{sp.pid, sp.tid, sp.end}] == 1
+		sp.be = sp.be && (sh.ties || uses[at{sp.pid, sp.tid, sp.start}] == 1 && uses[at{sp.pid, sp.tid, sp.end}] == 1)
+		// (A B and its E at one ts: Perfetto takes the E first, and the
+		// B never ends, which stats counts to the end of the trace, and
+		// trace_processor's slice table holds with dur -1.)
+		sp.be = sp.be && !(sh.ties && sp.start == sp.end)
+	}
+	if sh.ties {
+		// Nor a B at the start of an X: Perfetto takes the X first,
+		// so that a B/E pair around it crosses its end, which ties
+		// make a maze of (see docs/cli.md).
+		for changed := true; changed; {
+			changed = false
+			xStarts := map[at]bool{}
+			for _, sp := range spans {
+				if !sp.be {
+					xStarts[at{sp.pid, sp.tid, sp.start}] = true
+				}
+			}
+			for i := range spans {
+				if sp := &spans[i]; sp.be && xStarts[at{sp.pid, sp.tid, sp.start}] {
+					sp.be, changed = false, true
+				}
+			}
+		}
 	}
 	type ev struct {
 		at   int64 // when the producer writes it
@@ -147,6 +171,9 @@ func genTrace(r *rand.Rand, sh shape) (string, []genSpan) {
 		// then the Bs, outermost first.
 		// (Room for 2048 levels at one ns: a deep recursion's.)
 		endAt, startAt := sp.end*4096+2047-int64(sp.depth), sp.start*4096+2048+int64(sp.depth)
+		if sh.ties {
+			endAt, startAt = sp.end*4096+r.Int64N(4096), sp.start*4096+r.Int64N(4096)
+		}
 		if sp.be {
 			b := fmt.Sprintf(`{"name":%q,"ph":"B","ts":%s,%s}`, sp.name, ts(sp.start), id)
 			e := fmt.Sprintf(`{"name":%q,"ph":"E","ts":%s,%s}`, sp.name, ts(sp.end), id)

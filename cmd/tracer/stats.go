@@ -147,19 +147,26 @@ func computeStats(path string, quiet bool) (*Stats, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	deep, tooDeep, open := "", 0, 0
-	if exact := a.Deep(); exact != nil || replayAll {
-		// Perfetto drops the slices nested deeper than 512 levels: read
-		// the file again, replaying those tracks as it does (see
-		// internal/trace/exact.go).
+	deepTracks := a.Deep()
+	if exact := deepTracks.Union(a.Tangled()); exact != nil || replayAll {
+		// Perfetto drops the slices nested deeper than 512 levels, at
+		// times takes an E before a B of its ts that the file has
+		// before it, and nests slices in the X events it moved to
+		// overflow tracks: read the file again, replaying those tracks
+		// as it does (see internal/trace/exact.go).
 		if again, n, o, err := statsAgain(path, exact); err != nil {
-			deep = fmt.Sprintf("slices are nested deeper than the 512 levels Perfetto keeps, and counted here, where Perfetto drops them (the file could not be read again: %v)", err)
+			if deepTracks != nil {
+				deep = fmt.Sprintf("slices are nested deeper than the 512 levels Perfetto keeps, and counted here, where Perfetto drops them (the file could not be read again: %v)", err)
+			}
 		} else {
 			a, tooDeep, open = again, n, o
 			verb := "are"
 			if n == 1 {
 				verb = "is"
 			}
-			deep = fmt.Sprintf("%d %s nested deeper than the 512 levels Perfetto keeps %s left out, as Perfetto drops them (slice_max_depth_exceeded; tracer check says where)", n, plural(n, "slice"), verb)
+			if n > 0 {
+				deep = fmt.Sprintf("%d %s nested deeper than the 512 levels Perfetto keeps %s left out, as Perfetto drops them (slice_max_depth_exceeded; tracer check says where)", n, plural(n, "slice"), verb)
+			}
 		}
 	}
 	if a.HasTS {

@@ -1,6 +1,7 @@
 package trace
 
 import (
+	"cmp"
 	"math"
 	"slices"
 )
@@ -34,14 +35,38 @@ type TrackSet map[trackKey]bool
 
 // Deep returns the tracks nested deeper than Perfetto keeps, or nil.
 func (a *Analyzer) Deep() TrackSet {
+	return a.tracksWhere(func(t *track) bool { return t.levels > maxNesting })
+}
+
+// Tangled returns the tracks that only a replay follows exactly, or
+// nil: those with an E at the ts of a B before it, before the file's
+// first X, where Perfetto's sorter takes the E first after all (see
+// Analyzer.end), and those with X events moved to overflow tracks
+// more than once, where a later slice may nest in one moved before.
+func (a *Analyzer) Tangled() TrackSet {
+	return a.tracksWhere(func(t *track) bool { return t.tied && a.SortsTiesAt(t.tiedAt) || t.overlaps > 1 })
+}
+
+func (a *Analyzer) tracksWhere(f func(*track) bool) TrackSet {
 	var s TrackSet
 	for k, t := range a.tracks {
-		if t.levels > maxNesting {
+		if f(t) {
 			if s == nil {
 				s = TrackSet{}
 			}
 			s[k] = true
 		}
+	}
+	return s
+}
+
+// Union returns the tracks of s and of o.
+func (s TrackSet) Union(o TrackSet) TrackSet {
+	if s == nil {
+		return o
+	}
+	for k := range o {
+		s[k] = true
 	}
 	return s
 }
@@ -91,9 +116,10 @@ func (a *Analyzer) FinishExact(end int64) (dropped, open int) {
 	return dropped, open
 }
 
-// class orders the events of one ts as Perfetto's sorter does: an E
-// first, then X events by duration, longest first, then the others (a
-// B, an instant), in file order.
+// class orders the events of one ts as Perfetto's sorter does once the
+// file has had an X (see Analyzer.end): an E first, then X events by
+// duration, longest first, then the others (a B, an instant), in file
+// order.
 func (r *rawSlice) class() (int, int64) {
 	switch r.ph {
 	case 'E':
@@ -104,31 +130,46 @@ func (r *rawSlice) class() (int, int64) {
 	return 1, 0
 }
 
+// sortRaw sorts a track's events as Perfetto's sorter does, once every
+// event of the file was added: by ts, and the events of one ts by class
+// where it sorts them (see Analyzer.sorter), else in file order.
+func (a *Analyzer) sortRaw(evs []rawSlice) {
+	slices.SortFunc(evs, func(x, y rawSlice) int {
+		return cmp.Or(cmpInt(x.ts, y.ts), cmpInt(x.seq, y.seq))
+	})
+	for i := 0; i < len(evs); {
+		j := i
+		for j < len(evs) && evs[j].ts == evs[i].ts {
+			j++
+		}
+		if j-i > 1 && a.SortsTiesAt(evs[i].ts) {
+			slices.SortStableFunc(evs[i:j], func(x, y rawSlice) int {
+				cx, kx := x.class()
+				cy, ky := y.class()
+				return cmp.Or(cx-cy, cmpInt(kx, ky))
+			})
+		}
+		i = j
+	}
+}
+
 func (a *Analyzer) replay(t *track, end int64) (dropped, open int) {
 	evs := t.raw
-	slices.SortStableFunc(evs, func(x, y rawSlice) int {
-		if x.ts != y.ts {
-			return cmpInt(x.ts, y.ts)
-		}
-		cx, kx := x.class()
-		cy, ky := y.class()
-		if cx != cy {
-			return cx - cy
-		}
-		if kx != ky {
-			return cmpInt(kx, ky)
-		}
-		return cmpInt(x.seq, y.seq)
-	})
+	a.sortRaw(evs)
 	var all []simSlice
-	var stack []int32 // indices in all
-	pop := func() { stack = stack[:len(stack)-1] }
+	// The thread's track's stack, then those of its overflow tracks:
+	// indices in all.
+	stacks := make([][]int32, 1)
 	// closeStack pops what ended before a slice at ts lasting dur (-1:
-	// a B, or an E) begins, as MaybeCloseStack does, to the letter: it
-	// pops the top of the stack where a slice below it ended, and cuts
-	// every slice above one that ended with a B open above it there,
-	// an X too. It reports an X that overlaps a slice it begins in.
-	closeStack := func(ts, dur int64) (overlap bool) {
+	// a B, or an E) begins from stacks[k], as MaybeCloseStack does, to
+	// the letter: it pops the top of the stack where a slice below it
+	// ended, and cuts every slice above one that ended with a B open
+	// above it there, an X too. It reports an X that overlaps a slice it
+	// begins in.
+	closeStack := func(k int, ts, dur int64) (overlap bool) {
+		stack := stacks[k]
+		defer func() { stacks[k] = stack }()
+		pop := func() { stack = stack[:len(stack)-1] }
 		incomplete := false
 		for i := len(stack) - 1; i >= 0; i-- {
 			s := &all[stack[i]]
@@ -171,11 +212,16 @@ func (a *Analyzer) replay(t *track, end int64) (dropped, open int) {
 			if ev.ph == 'B' {
 				dur = -1
 			}
-			if closeStack(ev.ts, dur) {
-				// Moved to an overflow track, alone at its top.
-				all = append(all, simSlice{start: ev.ts, end: ev.ts + dur, name: ev.name, parent: -1, x: true})
-				continue
+			// An X that overlaps a slice it begins in goes to the first
+			// overflow track where it does not, or to a new one
+			// (slice_spill_overlapping_complete_event).
+			k := 0
+			for closeStack(k, ev.ts, dur) {
+				if k++; k == len(stacks) {
+					stacks = append(stacks, nil)
+				}
 			}
+			stack := stacks[k]
 			if len(stack) >= maxNesting {
 				dropped++
 				continue
@@ -189,9 +235,10 @@ func (a *Analyzer) replay(t *track, end int64) (dropped, open int) {
 				e = ev.ts + dur
 			}
 			all = append(all, simSlice{start: ev.ts, end: e, name: ev.name, parent: parent, x: dur >= 0})
-			stack = append(stack, int32(len(all)-1))
+			stacks[k] = append(stack, int32(len(all)-1))
 		case 'E':
-			closeStack(ev.ts, -1)
+			closeStack(0, ev.ts, -1)
+			stack := stacks[0]
 			for j := len(stack) - 1; j >= 0; j-- {
 				s := &all[stack[j]]
 				if s.end >= 0 || ev.named && s.name != ev.name {
@@ -199,7 +246,7 @@ func (a *Analyzer) replay(t *track, end int64) (dropped, open int) {
 				}
 				s.end = max(ev.ts, s.start)
 				if j == len(stack)-1 {
-					stack = stack[:j]
+					stacks[0] = stack[:j]
 				}
 				break
 			}
@@ -209,7 +256,7 @@ func (a *Analyzer) replay(t *track, end int64) (dropped, open int) {
 	// cut there, as the next event would cut it; the others last to the
 	// end (Perfetto leaves them open, with dur -1).
 	cut := int64(math.MaxInt64)
-	for _, i := range stack {
+	for _, i := range stacks[0] {
 		s := &all[i]
 		if s.end >= 0 {
 			cut = min(cut, s.end)

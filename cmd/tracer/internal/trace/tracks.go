@@ -134,6 +134,9 @@ type track struct {
 	deepLine int32      // the first slice past maxNesting levels
 	last     int64      // latest end
 	exact    bool       // replayed at the end: see exact.go
+	tied     bool       // an E at the ts of a B before it, before the file's first X
+	tiedAt   int64      // the latest ts of such an E
+	overlaps int        // X events that overlap a slice without nesting
 	raw      []rawSlice // its slice events, if exact
 }
 
