@@ -265,6 +265,9 @@ func (a *Analyzer) Add(e *tracefile.Event) {
 		if a.record(t, 'B', e.TS, 0, a.name(e.Name), false) {
 			return
 		}
+		if len(t.cuts) > 0 && slices.Contains(t.cuts, e.TS) {
+			t.tangled = true
+		}
 		t.open = append(t.open, openSpan{ts: e.TS, name: a.name(e.Name), line: int32(e.Line), seq: a.Events})
 		if a.grouped && hasDigit(e.Name.Raw) {
 			a.exact[a.Events] = e.Name.String() // for the E that repair -close-open writes
@@ -386,6 +389,26 @@ func (a *Analyzer) end(e *tracefile.Event) {
 	// at the ts of the one before, once an X came: in a file whose first
 	// X comes after a tie, the tie may be sorted or not.)
 	later := func(o *openSpan) bool { return a.sawX && o.ts == e.TS }
+	if t.cutOpen > 0 {
+		// A B cut at a ts before this E's was ended there when time
+		// moved past it (Perfetto pops it then): no E ends it now.
+		for k := 0; k < len(t.open); {
+			if o := t.open[k]; o.cut && o.cutAt < e.TS {
+				t.open = append(t.open[:k], t.open[k+1:]...)
+				t.cutOpen--
+				if a.grouped {
+					delete(a.exact, o.seq)
+				}
+				a.slice(t, o.ts, o.cutAt, o.name, int(o.line), true, o.seq)
+				continue
+			}
+			k++
+		}
+		if len(t.open) == 0 {
+			a.problem(e.Line, KindNesting, "an E event with no B open on pid %s tid %s (chrome://tracing: \"E phase event without a matching B phase event\")", e.Pid.Raw, e.Tid.Raw)
+			return
+		}
+	}
 	if !a.sawX {
 		// Before the file's first X, the sorter keeps the file's order
 		// at one ts, unless it finds an event out of order later: then
@@ -433,6 +456,9 @@ func (a *Analyzer) end(e *tracefile.Event) {
 	}
 	b := t.open[i]
 	t.open = append(t.open[:i], t.open[i+1:]...)
+	if b.cut {
+		t.cutOpen--
+	}
 	if a.grouped {
 		delete(a.exact, b.seq)
 	}
@@ -450,8 +476,14 @@ func (a *Analyzer) end(e *tracefile.Event) {
 	}
 	for j := i; inside && j < len(t.open); j++ {
 		if o := &t.open[j]; !o.cut || e.TS < o.cutAt {
+			if !o.cut {
+				t.cutOpen++
+			}
 			o.cut, o.cutAt = true, e.TS
 		}
+	}
+	if inside && i < len(t.open) {
+		a.noteCut(t, e.TS)
 	}
 	end := e.TS
 	if b.cut && b.cutAt < end {

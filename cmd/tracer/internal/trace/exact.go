@@ -41,10 +41,11 @@ func (a *Analyzer) Deep() TrackSet {
 // Tangled returns the tracks that only a replay follows exactly, or
 // nil: those with an E at the ts of a B before it, before the file's
 // first X, where Perfetto's sorter takes the E first after all (see
-// Analyzer.end), and those with X events moved to overflow tracks
-// more than once, where a later slice may nest in one moved before.
+// Analyzer.end), those with X events moved to overflow tracks more
+// than once, where a later slice may nest in one moved before, and
+// those where a slice began where B events were cut (see noteCut).
 func (a *Analyzer) Tangled() TrackSet {
-	return a.tracksWhere(func(t *track) bool { return t.tied && a.SortsTiesAt(t.tiedAt) || t.overlaps > 1 })
+	return a.tracksWhere(func(t *track) bool { return t.tied && a.SortsTiesAt(t.tiedAt) || t.overlaps > 1 || t.tangled })
 }
 
 func (a *Analyzer) tracksWhere(f func(*track) bool) TrackSet {
