@@ -206,3 +206,37 @@ func TestStatsOverlapAgainstPerfetto(t *testing.T) {
 		})
 	}
 }
+
+// TestStatsTangledAgainstPerfetto compares stats with trace_processor on
+// the ways of Perfetto's slice tracker that a stream cannot follow,
+// which stats replays (internal/trace/exact.go).
+func TestStatsTangledAgainstPerfetto(t *testing.T) {
+	dir := t.TempDir()
+	for name, text := range map[string]string{
+		// y@3, cut at 4 by the E of x, is gone when the E of y comes:
+		// that E ends y@1, and the last ends nothing.
+		"a cut B is gone": `{"name":"y","ph":"B","ts":1,"pid":1,"tid":1},
+{"name":"x","ph":"B","ts":2,"pid":1,"tid":1},
+{"name":"y","ph":"B","ts":3,"pid":1,"tid":1},
+{"name":"x","ph":"E","ts":4,"pid":1,"tid":1},
+{"name":"y","ph":"E","ts":6,"pid":1,"tid":1},
+{"name":"y","ph":"E","ts":10,"pid":1,"tid":1}`,
+		// x begins while b is open: it is b's child, though it ends
+		// after b.
+		"an X in an open B": `{"name":"b","ph":"B","ts":0,"pid":1,"tid":1},
+{"name":"b","ph":"E","ts":5,"pid":1,"tid":1},
+{"name":"x","ph":"X","ts":2,"dur":6,"pid":1,"tid":1}`,
+		// y, open inside o at its end, is cut there when time moves
+		// on; z, which begins at that end, begins inside y, and is cut
+		// with it.
+		"a slice where a B was cut": `{"name":"o","ph":"X","ts":0,"dur":10,"pid":1,"tid":1},
+{"name":"y","ph":"B","ts":5,"pid":1,"tid":1},
+{"name":"z","ph":"X","ts":10,"dur":2,"pid":1,"tid":1},
+{"name":"w","ph":"X","ts":11,"dur":3,"pid":1,"tid":1},
+{"name":"y","ph":"E","ts":15,"pid":1,"tid":1}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			comparePerfetto(t, writeFile(t, dir, "t.json", "[\n"+text+"\n]\n"))
+		})
+	}
+}
