@@ -27,6 +27,8 @@ type shape struct {
 	short    bool // short children, many of them
 	instants bool // instants of a thread, which Perfetto shows as slices
 	distinct bool // every span name differs
+	chain    int  // a recursion this many levels deep after each thread's spans
+	ties     bool // B and E events at the times of other events of their track, in any order at one time
 }
 
 // genSpan is a span genTrace made.
@@ -102,6 +104,19 @@ func genTrace(r *rand.Rand, sh shape) (string, []genSpan) {
 				grow(p, th, t, t+d, 1, sp.name)
 				t += d + int64(r.IntN(3))*1000
 			}
+			// A deep recursion, each level a nanosecond inside the one
+			// around it, named as it (or not, at times).
+			var name string
+			if sh.chain > 0 {
+				name = pick("")
+			}
+			for i := range sh.chain {
+				if r.IntN(8) == 0 {
+					name = pick("")
+				}
+				s, e := t+int64(i), t+int64(2*sh.chain-i)
+				spans = append(spans, genSpan{name: name, start: s, end: e, pid: p, tid: th, depth: i, be: r.Float64() < sh.cut})
+			}
 		}
 	}
 	// A B or E at the time of another event of its track is left out:
@@ -118,7 +133,30 @@ func genTrace(r *rand.Rand, sh shape) (string, []genSpan) {
 	}
 	for i := range spans {
 		sp := &spans[i]
-		sp.be = sp.be && uses[at{sp.pid, sp.tid, sp.start}] == 1 && uses[at{sp.pid, sp.tid, sp.end}] == 1
+		sp.be = sp.be && (sh.ties || uses[at{sp.pid, sp.tid, sp.start}] == 1 && uses[at{sp.pid, sp.tid, sp.end}] == 1)
+		// (A B and its E at one ts: Perfetto takes the E first, and the
+		// B never ends, which stats counts to the end of the trace, and
+		// trace_processor's slice table holds with dur -1.)
+		sp.be = sp.be && !(sh.ties && sp.start == sp.end)
+	}
+	if sh.ties {
+		// Nor a B at the start of an X: Perfetto takes the X first,
+		// so that a B/E pair around it crosses its end, which ties
+		// make a maze of (see docs/cli.md).
+		for changed := true; changed; {
+			changed = false
+			xStarts := map[at]bool{}
+			for _, sp := range spans {
+				if !sp.be {
+					xStarts[at{sp.pid, sp.tid, sp.start}] = true
+				}
+			}
+			for i := range spans {
+				if sp := &spans[i]; sp.be && xStarts[at{sp.pid, sp.tid, sp.start}] {
+					sp.be, changed = false, true
+				}
+			}
+		}
 	}
 	type ev struct {
 		at   int64 // when the producer writes it
@@ -131,7 +169,11 @@ func genTrace(r *rand.Rand, sh shape) (string, []genSpan) {
 		id := fmt.Sprintf(`"pid":%d,"tid":%d`, sp.pid, sp.tid)
 		// At one time, the producer writes the Es first, innermost first,
 		// then the Bs, outermost first.
-		endAt, startAt := sp.end*128+63-int64(sp.depth), sp.start*128+64+int64(sp.depth)
+		// (Room for 2048 levels at one ns: a deep recursion's.)
+		endAt, startAt := sp.end*4096+2047-int64(sp.depth), sp.start*4096+2048+int64(sp.depth)
+		if sh.ties {
+			endAt, startAt = sp.end*4096+r.Int64N(4096), sp.start*4096+r.Int64N(4096)
+		}
 		if sp.be {
 			b := fmt.Sprintf(`{"name":%q,"ph":"B","ts":%s,%s}`, sp.name, ts(sp.start), id)
 			e := fmt.Sprintf(`{"name":%q,"ph":"E","ts":%s,%s}`, sp.name, ts(sp.end), id)
@@ -149,7 +191,7 @@ func genTrace(r *rand.Rand, sh shape) (string, []genSpan) {
 		case "start":
 			evs = append(evs, ev{startAt, i, x})
 		default:
-			evs = append(evs, ev{r.Int64N(1 << 50), i, x})
+			evs = append(evs, ev{r.Int64N(1<<50) * 32, i, x})
 		}
 	}
 	if sh.instants {
@@ -168,15 +210,15 @@ func genTrace(r *rand.Rand, sh shape) (string, []genSpan) {
 			if beAt[at{sp.pid, sp.tid, when}] {
 				continue
 			}
-			evs = append(evs, ev{when*128 + 64 + 32, i, fmt.Sprintf(`{"name":"mark","ph":"i","ts":%s,"pid":%d,"tid":%d}`, ts(when), sp.pid, sp.tid)})
+			evs = append(evs, ev{when*4096 + 2048 + 32, i, fmt.Sprintf(`{"name":"mark","ph":"i","ts":%s,"pid":%d,"tid":%d}`, ts(when), sp.pid, sp.tid)})
 		}
 	}
 	if sh.async {
 		for i := range 20 {
 			s := int64(r.IntN(100000))
 			evs = append(evs,
-				ev{s*128 + 64, -i - 1, fmt.Sprintf(`{"name":"op","cat":"io","ph":"b","id":"0x%x","ts":%s,"pid":1,"tid":1}`, i, ts(s))},
-				ev{(s+500)*128 + 64, -i - 1, fmt.Sprintf(`{"name":"op","cat":"io","ph":"e","id":"0x%x","ts":%s,"pid":1,"tid":1}`, i, ts(s+500))})
+				ev{s*4096 + 2048, -i - 1, fmt.Sprintf(`{"name":"op","cat":"io","ph":"b","id":"0x%x","ts":%s,"pid":1,"tid":1}`, i, ts(s))},
+				ev{(s+500)*4096 + 2048, -i - 1, fmt.Sprintf(`{"name":"op","cat":"io","ph":"e","id":"0x%x","ts":%s,"pid":1,"tid":1}`, i, ts(s+500))})
 		}
 	}
 	slices.SortStableFunc(evs, func(a, b ev) int {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -33,8 +34,12 @@ type Stats struct {
 	// Note says what the user should know of the span names: that names
 	// which differ only in digits were counted as one.
 	Note string `json:"note,omitempty"`
-	Open int    `json:"open"`          // spans still open at the end, counted to it
-	Cut  string `json:"cut,omitempty"` // the file ends as a crash leaves it, or with spans never ended
+	Open int    `json:"open"` // spans still open at the end, counted to it
+	// Deep says that slices are nested deeper than Perfetto keeps, and
+	// TooDeep how many of them it drops, which are not counted.
+	Deep    string `json:"deep,omitempty"`
+	TooDeep int    `json:"too_deep"`
+	Cut     string `json:"cut,omitempty"` // the file ends as a crash leaves it, or with spans never ended
 	// QuantileError is the relative error of P50, P95 and P99.
 	QuantileError float64 `json:"quantile_error"`
 }
@@ -141,18 +146,40 @@ func computeStats(path string, quiet bool) (*Stats, error) {
 	if err := in.each(func(ev *tracefile.Event) error { a.Add(ev); return nil }); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	open := 0
+	deep, tooDeep, open := "", 0, 0
+	deepTracks := a.Deep()
+	if exact := deepTracks.Union(a.Tangled()); exact != nil || replayAll {
+		// Perfetto drops the slices nested deeper than 512 levels, at
+		// times takes an E before a B of its ts that the file has
+		// before it, and nests slices in the X events it moved to
+		// overflow tracks: read the file again, replaying those tracks
+		// as it does (see internal/trace/exact.go).
+		if again, n, o, err := statsAgain(path, exact); err != nil {
+			if deepTracks != nil {
+				deep = fmt.Sprintf("slices are nested deeper than the 512 levels Perfetto keeps, and counted here, where Perfetto drops them (the file could not be read again: %v)", err)
+			}
+		} else {
+			a, tooDeep, open = again, n, o
+			verb := "are"
+			if n == 1 {
+				verb = "is"
+			}
+			if n > 0 {
+				deep = fmt.Sprintf("%d %s nested deeper than the 512 levels Perfetto keeps %s left out, as Perfetto drops them (slice_max_depth_exceeded; tracer check says where)", n, plural(n, "slice"), verb)
+			}
+		}
+	}
 	if a.HasTS {
 		// Spans still open at the end lasted at least to it: count them
 		// so, as the viewers draw them, rather than leave them out.
-		open = a.EndOpen(a.MaxTS)
+		open += a.EndOpen(a.MaxTS)
 	}
 	a.Finish(in.crashed())
 	if a.Events == 0 && problems > 0 {
 		return nil, fmt.Errorf("%s: no events read, and %d %s: run tracer check", path, problems, plural(problems, "problem"))
 	}
 
-	s := &Stats{File: path, Events: a.Events, Problems: problems, QuantileError: trace.SketchError, Note: a.Note(), Open: open}
+	s := &Stats{File: path, Events: a.Events, Problems: problems, QuantileError: trace.SketchError, Note: a.Note(), Open: open, Deep: deep, TooDeep: tooDeep}
 	if in.crashed() {
 		s.Cut = fmt.Sprintf("cut: the file ends as a crash leaves it, %d %s still open at the end (counted to its last timestamp)", open, plural(open, "span"))
 	} else if open > 0 {
@@ -197,6 +224,35 @@ func computeStats(path string, quiet bool) (*Stats, error) {
 	return s, nil
 }
 
+// replayAll makes stats replay every track as Perfetto does, as it does
+// those nested too deep (for tests).
+var replayAll = false
+
+// statsAgain reads the file at path a second time, its tracks in exact
+// replayed as Perfetto does, and returns the Analyzer, their ends done,
+// how many slices Perfetto drops for their depth, and how many of their
+// B events were still open at the end.
+func statsAgain(path string, exact trace.TrackSet) (a *trace.Analyzer, dropped, open int, err error) {
+	if st, err := os.Stat(path); err != nil {
+		return nil, 0, 0, err
+	} else if !st.Mode().IsRegular() {
+		return nil, 0, 0, fmt.Errorf("not a regular file")
+	}
+	in, err := openInput(path, true, nil)
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	defer in.Close()
+	a = trace.NewAnalyzer()
+	a.Stats = true
+	a.Exact, a.ExactAll = exact, replayAll
+	if err := in.each(func(ev *tracefile.Event) error { a.Add(ev); return nil }); err != nil {
+		return nil, 0, 0, err
+	}
+	dropped, open = a.FinishExact(a.MaxTS)
+	return a, dropped, open, nil
+}
+
 // printStats prints s as tables.
 func printStats(w io.Writer, s *Stats, top int) error {
 	limit := func(n int) int {
@@ -213,6 +269,9 @@ func printStats(w io.Writer, s *Stats, top int) error {
 	fmt.Fprintf(w, "\ndropped events: %s\n", strconv.FormatFloat(s.Dropped, 'f', -1, 64))
 	if s.Cut != "" {
 		fmt.Fprintln(w, s.Cut)
+	}
+	if s.Deep != "" {
+		fmt.Fprintln(w, s.Deep)
 	}
 
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)

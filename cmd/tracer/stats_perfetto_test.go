@@ -52,6 +52,16 @@ var statsShapes = map[string]shape{
 	"folded start": {order: "start", pids: 1, tids: 1, depth: 3, fanout: 6000, short: true},
 	"merged":       {order: "end", cut: 0.2, zero: 0.1, flush: 0.3, recurse: 0.3, pids: 4, tids: 2, depth: 5, fanout: 3, async: true, instants: true},
 	"instants":     {order: "end", zero: 0.2, flush: 0.4, pids: 1, tids: 2, depth: 4, fanout: 3, instants: true},
+	// Deeper than the 512 levels Perfetto keeps: it drops the slices
+	// below, and an E whose B it dropped ends another B of its name.
+	"deep recursion":  {order: "end", cut: 0.3, pids: 1, tids: 2, depth: 3, fanout: 3, chain: 600},
+	"deep start":      {order: "start", cut: 0.5, pids: 1, tids: 1, depth: 3, fanout: 3, chain: 530},
+	"deep shuffled X": {order: "shuffle", recurse: 0.5, pids: 1, tids: 2, depth: 3, fanout: 3, chain: 513},
+	// B and E events at one ts with others, in any order: Perfetto's
+	// sorter takes an E first, once the file has had an X.
+	"ties":          {order: "end", ties: true, cut: 0.5, flush: 0.5, zero: 0.2, recurse: 0.3, pids: 1, tids: 3, depth: 5, fanout: 4},
+	"ties start":    {order: "start", ties: true, cut: 0.7, flush: 0.6, zero: 0.2, pids: 2, tids: 2, depth: 5, fanout: 3},
+	"ties shuffled": {order: "shuffle", ties: true, cut: 0.5, flush: 0.5, zero: 0.3, recurse: 0.5, pids: 1, tids: 2, depth: 6, fanout: 3},
 }
 
 // TestStatsAgainstPerfetto compares what stats says of span names and
@@ -116,9 +126,117 @@ func TestStatsCorpusAgainstPerfetto(t *testing.T) {
 		switch {
 		case v.Perfetto == "refuses the file" || v.Perfetto == "shows nothing":
 			continue
-		case v.Perfetto == "slice_max_depth_exceeded":
-			continue // stats counts the slices Perfetto drops: see docs/cli.md
 		}
 		t.Run(name, func(t *testing.T) { comparePerfetto(t, filepath.Join(corpusDir, name)) })
+	}
+}
+
+// TestStatsReplayAgainstPerfetto replays every track of the traces of
+// every shape as stats replays those nested deeper than Perfetto keeps
+// (internal/trace/exact.go), and compares with trace_processor: the
+// replay follows Perfetto on every shape, not only deep ones.
+func TestStatsReplayAgainstPerfetto(t *testing.T) {
+	replayAll = true
+	defer func() { replayAll = false }()
+	dir := t.TempDir()
+	for name, sh := range statsShapes {
+		for seed := range uint64(2) {
+			t.Run(fmt.Sprintf("%s/%d", name, seed), func(t *testing.T) {
+				text, _ := genTrace(rand.New(rand.NewPCG(seed, 1)), sh)
+				path := writeFile(t, dir, fmt.Sprintf("%s-%d.json", name, seed), text)
+				comparePerfetto(t, path)
+			})
+		}
+	}
+}
+
+// TestStatsTiesAgainstPerfetto compares stats with trace_processor on
+// files where a B comes before an E of the same ts: Perfetto's sorter
+// keeps the file's order there, unless the file has an X and an event
+// out of order at or before that ts (anywhere after, a metadata event
+// without ts, which counts as 0, included): then it takes the E first.
+func TestStatsTiesAgainstPerfetto(t *testing.T) {
+	const tie = `{"name":"x","ph":"B","ts":5,"pid":1,"tid":1},
+{"name":"y","ph":"B","ts":10,"pid":1,"tid":1},
+{"name":"x","ph":"E","ts":10,"pid":1,"tid":1},
+{"name":"y","ph":"E","ts":20,"pid":1,"tid":1}`
+	dir := t.TempDir()
+	for name, text := range map[string]string{
+		"no X":               tie,
+		"X first":            `{"name":"z","ph":"X","ts":1,"dur":1,"pid":1,"tid":2},` + tie,
+		"X last":             tie + `,{"name":"z","ph":"X","ts":30,"dur":1,"pid":1,"tid":2}`,
+		"X last, out early":  tie + `,{"name":"z","ph":"X","ts":30,"dur":1,"pid":1,"tid":2},{"name":"z","ph":"X","ts":7,"dur":1,"pid":1,"tid":2}`,
+		"X last, out late":   tie + `,{"name":"z","ph":"X","ts":30,"dur":1,"pid":1,"tid":2},{"name":"z","ph":"X","ts":12,"dur":1,"pid":1,"tid":2}`,
+		"X last, metadata":   tie + `,{"name":"z","ph":"X","ts":30,"dur":1,"pid":1,"tid":2},{"name":"thread_name","ph":"M","pid":1,"tid":3,"args":{"name":"t"}}`,
+		"counter at the tie": tie + `,{"name":"z","ph":"X","ts":30,"dur":1,"pid":1,"tid":2},{"name":"c","ph":"C","ts":10,"pid":1,"args":{"v":1}}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			comparePerfetto(t, writeFile(t, dir, "t.json", "[\n"+text+"\n]\n"))
+		})
+	}
+}
+
+// TestStatsOverlapAgainstPerfetto compares stats with trace_processor
+// on X events that overlap the slice they begin in: Perfetto moves each
+// to the first overflow track of its thread where it does not overlap
+// (a new one if none), and nests in it the slices that begin inside it
+// there.
+func TestStatsOverlapAgainstPerfetto(t *testing.T) {
+	dir := t.TempDir()
+	for name, text := range map[string]string{
+		"one": `{"name":"A","ph":"X","ts":10,"dur":10,"pid":1,"tid":1},
+{"name":"B","ph":"X","ts":15,"dur":10,"pid":1,"tid":1},
+{"name":"C","ph":"X","ts":16,"dur":1,"pid":1,"tid":1},
+{"name":"D","ph":"X","ts":21,"dur":1,"pid":1,"tid":1}`,
+		"nested in the moved one": `{"name":"A","ph":"X","ts":10,"dur":10,"pid":1,"tid":1},
+{"name":"B","ph":"X","ts":15,"dur":10,"pid":1,"tid":1},
+{"name":"H","ph":"X","ts":19,"dur":5,"pid":1,"tid":1},
+{"name":"I","ph":"X","ts":30,"dur":10,"pid":1,"tid":1},
+{"name":"J","ph":"X","ts":35,"dur":10,"pid":1,"tid":1}`,
+		"three tracks, in end order": `{"name":"C","ph":"X","ts":16,"dur":1,"pid":1,"tid":1},
+{"name":"A","ph":"X","ts":10,"dur":10,"pid":1,"tid":1},
+{"name":"H","ph":"X","ts":19,"dur":5,"pid":1,"tid":1},
+{"name":"B","ph":"X","ts":15,"dur":10,"pid":1,"tid":1},
+{"name":"E","ph":"X","ts":16.5,"dur":10,"pid":1,"tid":1},
+{"name":"F","ph":"X","ts":17,"dur":10,"pid":1,"tid":1},
+{"name":"G","ph":"X","ts":18,"dur":2,"pid":1,"tid":1}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			comparePerfetto(t, writeFile(t, dir, "t.json", "[\n"+text+"\n]\n"))
+		})
+	}
+}
+
+// TestStatsTangledAgainstPerfetto compares stats with trace_processor on
+// the ways of Perfetto's slice tracker that a stream cannot follow,
+// which stats replays (internal/trace/exact.go).
+func TestStatsTangledAgainstPerfetto(t *testing.T) {
+	dir := t.TempDir()
+	for name, text := range map[string]string{
+		// y@3, cut at 4 by the E of x, is gone when the E of y comes:
+		// that E ends y@1, and the last ends nothing.
+		"a cut B is gone": `{"name":"y","ph":"B","ts":1,"pid":1,"tid":1},
+{"name":"x","ph":"B","ts":2,"pid":1,"tid":1},
+{"name":"y","ph":"B","ts":3,"pid":1,"tid":1},
+{"name":"x","ph":"E","ts":4,"pid":1,"tid":1},
+{"name":"y","ph":"E","ts":6,"pid":1,"tid":1},
+{"name":"y","ph":"E","ts":10,"pid":1,"tid":1}`,
+		// x begins while b is open: it is b's child, though it ends
+		// after b.
+		"an X in an open B": `{"name":"b","ph":"B","ts":0,"pid":1,"tid":1},
+{"name":"b","ph":"E","ts":5,"pid":1,"tid":1},
+{"name":"x","ph":"X","ts":2,"dur":6,"pid":1,"tid":1}`,
+		// y, open inside o at its end, is cut there when time moves
+		// on; z, which begins at that end, begins inside y, and is cut
+		// with it.
+		"a slice where a B was cut": `{"name":"o","ph":"X","ts":0,"dur":10,"pid":1,"tid":1},
+{"name":"y","ph":"B","ts":5,"pid":1,"tid":1},
+{"name":"z","ph":"X","ts":10,"dur":2,"pid":1,"tid":1},
+{"name":"w","ph":"X","ts":11,"dur":3,"pid":1,"tid":1},
+{"name":"y","ph":"E","ts":15,"pid":1,"tid":1}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			comparePerfetto(t, writeFile(t, dir, "t.json", "[\n"+text+"\n]\n"))
+		})
 	}
 }

@@ -179,3 +179,51 @@ func TestNamesThatHoldIds(t *testing.T) {
 		Mean: (n + 1_000_000) * 1000 / (n + 1), P50: s.Spans[0].P50, P95: s.Spans[0].P95, P99: s.Spans[0].P99, Max: 1_000_000_000}, s.Spans[0])
 	assert.NotEmpty(t, s.Note)
 }
+
+// TestStatsTooDeep checks that stats leaves out the slices nested deeper
+// than Perfetto's 512 levels, and says so: in a recursion of B/E pairs
+// 600 deep, Perfetto drops the innermost 88 B events, and their E events
+// end the innermost B events it kept, 88 levels too soon.
+func TestStatsTooDeep(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("[\n")
+	const n = 600
+	for i := range n {
+		fmt.Fprintf(&b, `{"name":"f","ph":"B","ts":%d,"pid":1,"tid":1},`+"\n", i)
+	}
+	for i := range n {
+		fmt.Fprintf(&b, `{"name":"f","ph":"E","ts":%d,"pid":1,"tid":1},`+"\n", n+i)
+	}
+	// And an X recursion as the tracer package writes it, innermost
+	// first: the innermost 88 are dropped.
+	for i := n - 1; i >= 0; i-- {
+		fmt.Fprintf(&b, `{"name":"g","ph":"X","ts":%d,"dur":%d,"pid":1,"tid":2},`+"\n", 2000+i, 2*(n-i))
+	}
+	b.WriteString(`{"name":"h","ph":"X","ts":0,"dur":1,"pid":1,"tid":3}]`)
+	path := writeFile(t, t.TempDir(), "deep.json", b.String())
+
+	code, stdout, stderr := runCmd("stats", "-json", path)
+	require.Equal(t, 0, code, stderr)
+	var s Stats
+	require.NoError(t, json.Unmarshal([]byte(stdout), &s))
+	us := func(n int64) int64 { return n * 1000 }
+	assert.Equal(t, 2*88, s.TooDeep)
+	got := map[string][3]int64{}
+	for _, sp := range s.Spans {
+		got[sp.Name] = [3]int64{sp.Count, sp.Total, sp.Self}
+	}
+	// B/E: the slice at depth d (0 to 511) ends at the E of depth d+88,
+	// at 1111-d: it lasts 1111-2d, 2 more than the one inside it.
+	// X: the slice at depth d lasts 1200-2d; the 512th has no child.
+	assert.Equal(t, map[string][3]int64{
+		"f": {512, us(307200), us(511*2 + 89)},
+		"g": {512, us(512*1200 - 511*512), us(511*2 + 1200 - 2*511)},
+		"h": {1, us(1), us(1)},
+	}, got)
+	assert.Contains(t, s.Deep, "176 slices nested deeper than the 512 levels Perfetto keeps are left out")
+
+	code, stdout, stderr = runCmd("stats", path)
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, stdout, "176 slices nested deeper than the 512 levels Perfetto keeps are left out, as Perfetto drops them (slice_max_depth_exceeded")
+	comparePerfetto(t, path)
+}

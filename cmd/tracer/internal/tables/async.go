@@ -33,6 +33,7 @@ func (b *Builder) asyncEvent(e *tracefile.Event, ph byte, ts int64) error {
 	switch ph {
 	case 'b':
 		n := b.nodeOn(e, ts, -1, t, nil, upid)
+		b.bindFlow(e, n, 0)
 		t.seeStart(ts)
 		t.open = append(t.open, n)
 		b.wait(t)
@@ -49,7 +50,9 @@ func (b *Builder) asyncEvent(e *tracefile.Event, ph byte, ts int64) error {
 			return b.place(t, n, true)
 		}
 	case 'n':
-		return b.place(t, b.nodeOn(e, ts, 0, t, nil, upid), false)
+		n := b.nodeOn(e, ts, 0, t, nil, upid)
+		b.bindFlow(e, n, 0)
+		return b.place(t, n, false)
 	}
 	return nil
 }

@@ -54,6 +54,7 @@ type Builder struct {
 	counters map[string]counterTrack
 	flows    map[string]*flowChain
 	retired  []*flowChain // replaced by a new flow of their id, not complete
+	binds    []bindPoint  // slices with a bind_id: see flow.go
 	strIDs   map[string]int64
 
 	trackRows []Track
@@ -231,6 +232,7 @@ func (b *Builder) Add(e *tracefile.Event) error {
 		}
 		th := b.thread(e)
 		n := b.node(e, ts, e.Dur, th)
+		b.bindFlow(e, n, e.Dur)
 		th.t.xSeen = true
 		return b.place(th.t, n, false)
 	case 'B':
@@ -239,6 +241,7 @@ func (b *Builder) Add(e *tracefile.Event) error {
 			return nil
 		}
 		n := b.node(e, ts, -1, th)
+		b.bindFlow(e, n, 0)
 		th.t.seeStart(ts)
 		th.t.open = append(th.t.open, n)
 		b.wait(th.t)
@@ -494,7 +497,7 @@ func (b *Builder) EndGroup() error {
 	}
 	clear(b.retired)
 	b.retired = b.retired[:0]
-	return nil
+	return b.endBinds()
 }
 
 // wait lists t among the tracks with something waiting.

@@ -1,8 +1,13 @@
 package tables
 
 import (
+	"bytes"
+	"cmp"
+	"encoding/json"
 	"slices"
 	"sort"
+	"strconv"
+	"strings"
 
 	"github.com/gotracer/tracer/internal/tracefile"
 )
@@ -154,5 +159,112 @@ func (b *Builder) flushChain(c *flowChain) error {
 		}
 		prev = p
 	}
+	return nil
+}
+
+// Flows of the second form.
+//
+// A slice (an X or B event, an async b or n) may carry "bind_id" with
+// "flow_out":true, "flow_in":true or both (the format's flow events,
+// version 2, which tracer merge writes between processes). trace_processor
+// takes them as it takes the events, sorted by ts (at one ts, X events
+// the longer first, then the others, in file order), and binds them to
+// the slice itself: a flow_out starts the flow of its id (a second one
+// is ignored, flow_duplicate_id), a flow_in draws an arrow from the slice
+// that started it (each flow_in one; none before the flow_out,
+// flow_end_without_start), and a slice with both draws one and starts
+// the flow anew from itself (none before a flow_out). The id is the
+// number, or a string of hex digits ("0x1f" or "1f"); flow_in and
+// flow_out count only when they are true, the JSON literal. They are
+// kept for the group, in its order, and bound at its end: 48 bytes per
+// slice that carries one.
+
+// A bindPoint is a slice with a bind_id.
+type bindPoint struct {
+	id      uint64
+	ts, dur int64 // the slice's; dur 0 for all but an X, as trace_processor sorts them
+	seq     int64 // the event's place in the input
+	slice   int64
+	in, out bool
+}
+
+var bindIDKey = []byte(`"bind_id"`)
+
+// bindFlow keeps the bind_id of the slice n made of e, if it has one;
+// dur is its duration if it is an X, for the sort.
+func (b *Builder) bindFlow(e *tracefile.Event, n *node, dur int64) {
+	if !bytes.Contains(e.Raw, bindIDKey) {
+		return // the usual case: no look further
+	}
+	var v struct {
+		BindID  json.RawMessage `json:"bind_id"`
+		FlowIn  json.RawMessage `json:"flow_in"`
+		FlowOut json.RawMessage `json:"flow_out"`
+	}
+	if json.Unmarshal(e.Raw, &v) != nil {
+		return
+	}
+	id, ok := parseBindID(v.BindID)
+	in, out := string(v.FlowIn) == "true", string(v.FlowOut) == "true"
+	if !ok || !in && !out {
+		return // trace_processor: flow_without_direction
+	}
+	b.binds = append(b.binds, bindPoint{id: id, ts: n.row.TS, dur: dur, seq: b.Report.Events,
+		slice: n.row.ID, in: in, out: out})
+}
+
+// parseBindID reads a bind_id as trace_processor does: a number, or a
+// string of hex digits with or without 0x.
+func parseBindID(raw json.RawMessage) (uint64, bool) {
+	if len(raw) == 0 {
+		return 0, false
+	}
+	if raw[0] == '"' {
+		var s string
+		if json.Unmarshal(raw, &s) != nil {
+			return 0, false
+		}
+		s = strings.TrimPrefix(strings.TrimPrefix(s, "0x"), "0X")
+		n, err := strconv.ParseUint(s, 16, 64)
+		return n, err == nil
+	}
+	n, err := strconv.ParseUint(string(raw), 10, 64)
+	return n, err == nil
+}
+
+// endBinds writes the arrows of the group's bind_id flows.
+func (b *Builder) endBinds() error {
+	pts := b.binds
+	slices.SortStableFunc(pts, func(x, y bindPoint) int {
+		return cmp.Or(cmp.Compare(x.ts, y.ts), cmp.Compare(y.dur, x.dur), cmp.Compare(x.seq, y.seq))
+	})
+	type source struct{ slice, ts int64 }
+	started := map[uint64]source{}
+	for _, p := range pts {
+		from, ok := started[p.id]
+		switch {
+		case p.out && !p.in:
+			if !ok {
+				started[p.id] = source{p.slice, p.ts}
+			}
+			continue
+		case !ok:
+			continue
+		}
+		out, in := from.slice, p.slice
+		if from.ts > p.ts {
+			out, in = in, out
+		}
+		b.nextFlow++
+		f := Flow{ID: b.nextFlow, SliceOut: out, SliceIn: in}
+		if err := b.sink.Flow(&f); err != nil {
+			return err
+		}
+		if p.out {
+			started[p.id] = source{p.slice, p.ts}
+		}
+	}
+	clear(b.binds)
+	b.binds = b.binds[:0]
 	return nil
 }

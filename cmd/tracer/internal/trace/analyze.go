@@ -46,6 +46,10 @@ type Analyzer struct {
 	// Stats makes the Analyzer keep a Sketch of each span name's
 	// durations and the numbers of each counter series, for stats.
 	Stats bool
+	// Exact are the tracks whose slices are replayed as Perfetto does,
+	// by FinishExact: another Analyzer's Deep (see exact.go).
+	Exact    TrackSet
+	ExactAll bool // every track (for tests)
 
 	Events     int64
 	MinTS      int64 // earliest ts, or start of a slice
@@ -70,7 +74,13 @@ type Analyzer struct {
 	flows      map[string]int32 // open flow ids: the line of their s
 	flowKey    []byte
 	noPid      bool
-	unordered  bool             // a slice ended before one that came before it on its track
+	unordered  bool  // a slice ended before one that came before it on its track
+	sawX       bool  // an X came: Perfetto's sorter puts an E before the B events of its ts (see end)
+	sortMax    int64 // the latest ts Perfetto's sorter took in order
+	// SortedFrom is the ts from which Perfetto's sorter sorts the events
+	// of one ts (see end), if Sorted: the least ts it found out of order.
+	SortedFrom int64
+	Sorted     bool
 	grouped    bool             // span names are grouped: see names.go
 	groupKey   []byte           // scratch
 	example    string           // a name that was grouped
@@ -161,7 +171,7 @@ func (a *Analyzer) track(e *tracefile.Event) *track {
 	}
 	t := a.tracks[k]
 	if t == nil {
-		t = &track{pid: clone(e.Pid), tid: clone(e.Tid)}
+		t = &track{pid: clone(e.Pid), tid: clone(e.Tid), exact: a.ExactAll || a.Exact[k]}
 		a.tracks[k] = t
 		a.trackList = append(a.trackList, t)
 	}
@@ -179,6 +189,7 @@ func (a *Analyzer) addSelf(name int32, d int64) { a.Names[name].Self += d }
 func (a *Analyzer) subSelf(name int32, d int64) { a.Names[name].Self -= d }
 
 func (a *Analyzer) overlap(t *track, line int, name int32, s, e int64, p *slice) {
+	t.overlaps++
 	a.problem(line, KindOverlap, "slice %q [%s, %s] overlaps %q [%s, %s] (line %d) on pid %s tid %s without nesting: Perfetto moves the later of them to an extra track",
 		a.Names[name].Name, us(s), us(e), a.Names[p.name].Name, us(p.start), us(p.end), p.line, t.pid.Raw, t.tid.Raw)
 }
@@ -199,6 +210,7 @@ func (a *Analyzer) seeTS(ts int64) {
 func (a *Analyzer) Add(e *tracefile.Event) {
 	a.Events++
 	ph := e.Phase()
+	a.sorter(e, ph)
 	if ph == 0 {
 		if e.Ph == nil {
 			a.problem(e.Line, KindPhase, "an event without ph (a string): the viewers skip it")
@@ -243,9 +255,19 @@ func (a *Analyzer) Add(e *tracefile.Event) {
 			return
 		}
 		a.seeTS(e.TS + e.Dur)
-		a.slice(a.track(e), e.TS, e.TS+e.Dur, a.name(e.Name), e.Line, false, a.Events)
+		t, name := a.track(e), a.name(e.Name)
+		if a.record(t, 'X', e.TS, e.Dur, name, false) {
+			return
+		}
+		a.slice(t, e.TS, e.TS+e.Dur, name, e.Line, false, a.Events)
 	case 'B':
 		t := a.track(e)
+		if a.record(t, 'B', e.TS, 0, a.name(e.Name), false) {
+			return
+		}
+		if len(t.cuts) > 0 && slices.Contains(t.cuts, e.TS) {
+			t.tangled = true
+		}
 		t.open = append(t.open, openSpan{ts: e.TS, name: a.name(e.Name), line: int32(e.Line), seq: a.Events})
 		if a.grouped && hasDigit(e.Name.Raw) {
 			a.exact[a.Events] = e.Name.String() // for the E that repair -close-open writes
@@ -256,7 +278,11 @@ func (a *Analyzer) Add(e *tracefile.Event) {
 		// Perfetto makes an instant of a thread (the default scope) a
 		// slice of no duration on its track.
 		if !e.S.Set || string(e.S.Raw) == "t" {
-			a.slice(a.track(e), e.TS, e.TS, a.name(e.Name), e.Line, false, a.Events)
+			t, name := a.track(e), a.name(e.Name)
+			if a.record(t, 'X', e.TS, 0, name, false) {
+				return
+			}
+			a.slice(t, e.TS, e.TS, name, e.Line, false, a.Events)
 		}
 	case 'b', 'n', 'e':
 		a.asyncEvent(e, ph)
@@ -274,6 +300,36 @@ func (a *Analyzer) Add(e *tracefile.Event) {
 	}
 }
 
+// sorter follows what Perfetto's sorter (trace_sorter.h) makes of the
+// event's ts: in order when it is later than every ts before it, or as
+// late, until an X came; out of order else. At the end, the sorter
+// sorts the events from the least ts it found out of order on, each ts
+// by kind (an E first, then X events, the longer first, then the
+// others) once an X came, else in file order. A metadata event without
+// ts counts as one at 0.
+func (a *Analyzer) sorter(e *tracefile.Event, ph byte) {
+	ts := e.TS
+	switch {
+	case ph == 'X' && e.HasTS && e.HasDur && e.Dur >= 0 && e.TS >= 0:
+		a.sawX = true
+	case !e.HasTS && ph == 'M':
+		ts = 0
+	case !e.HasTS || e.TS < 0:
+		return
+	}
+	if ts > a.sortMax || ts == a.sortMax && !a.sawX {
+		a.sortMax = ts
+	} else if !a.Sorted || ts < a.SortedFrom {
+		a.Sorted, a.SortedFrom = true, ts
+	}
+}
+
+// SortsTiesAt reports whether Perfetto's sorter sorts the events of ts
+// by kind (see sorter), once every event was added.
+func (a *Analyzer) SortsTiesAt(ts int64) bool {
+	return a.sawX && a.Sorted && ts >= a.SortedFrom
+}
+
 // article returns the article of a phase's letter: "an X", "a B".
 func article(ph byte) string {
 	if ph == 'E' || ph == 'F' || ph == 'I' || ph == 'M' || ph == 'N' || ph == 'O' || ph == 'S' || ph == 'X' {
@@ -285,9 +341,13 @@ func article(ph byte) string {
 // slice records a completed slice.
 func (a *Analyzer) slice(t *track, s, e int64, name int32, line int, be bool, seq int64) {
 	e = a.add(t, s, e, name, line, be, seq)
+	a.count(name, e-s)
+}
+
+// count counts a slice of d nanoseconds named name.
+func (a *Analyzer) count(name int32, d int64) {
 	n := a.Names[name]
 	n.Count++
-	d := e - s
 	n.Total += d
 	n.Max = max(n.Max, d)
 	if a.Stats {
@@ -308,32 +368,97 @@ func (a *Analyzer) checkIDs(e *tracefile.Event, what string, n tracefile.Num) {
 
 func (a *Analyzer) end(e *tracefile.Event) {
 	t := a.track(e)
+	if t.exact {
+		named := e.Name.Set && len(e.Name.Raw) > 0
+		name := int32(-1)
+		if named {
+			name = a.name(e.Name)
+		}
+		a.record(t, 'E', e.TS, 0, name, named)
+		return
+	}
 	if len(t.open) == 0 {
 		a.problem(e.Line, KindNesting, "an E event with no B open on pid %s tid %s (chrome://tracing: \"E phase event without a matching B phase event\")", e.Pid.Raw, e.Tid.Raw)
 		return
 	}
+	// Perfetto's sorter takes the events of one ts in file order, until
+	// the file has had an X: then (slow sorting, in trace_sorter.h) an E
+	// first, then X events, the longer first, then the others in file
+	// order. The B events of the E's ts have then not begun for it.
+	// (Exactly, the order changes from the first event out of order, or
+	// at the ts of the one before, once an X came: in a file whose first
+	// X comes after a tie, the tie may be sorted or not.)
+	later := func(o *openSpan) bool { return a.sawX && o.ts == e.TS }
+	if t.cutOpen > 0 {
+		// A B cut at a ts before this E's was ended there when time
+		// moved past it (Perfetto pops it then): no E ends it now.
+		for k := 0; k < len(t.open); {
+			if o := t.open[k]; o.cut && o.cutAt < e.TS {
+				t.open = append(t.open[:k], t.open[k+1:]...)
+				t.cutOpen--
+				if a.grouped {
+					delete(a.exact, o.seq)
+				}
+				a.slice(t, o.ts, o.cutAt, o.name, int(o.line), true, o.seq)
+				continue
+			}
+			k++
+		}
+		if len(t.open) == 0 {
+			a.problem(e.Line, KindNesting, "an E event with no B open on pid %s tid %s (chrome://tracing: \"E phase event without a matching B phase event\")", e.Pid.Raw, e.Tid.Raw)
+			return
+		}
+	}
+	if !a.sawX {
+		// Before the file's first X, the sorter keeps the file's order
+		// at one ts, unless it finds an event out of order later: then
+		// stats replays the track (see exact.go).
+		for k := range t.open {
+			if t.open[k].ts == e.TS {
+				t.tied, t.tiedAt = true, max(t.tiedAt, e.TS)
+				break
+			}
+		}
+	}
 	// Perfetto closes the innermost open B of the E's name (any, if the
 	// E has none); chrome://tracing closes the innermost, whatever its
 	// name.
-	i := len(t.open) - 1
-	if e.Name.Set && len(e.Name.Raw) > 0 {
+	inner := len(t.open) - 1
+	for inner >= 0 && later(&t.open[inner]) {
+		inner--
+	}
+	i := inner
+	named := e.Name.Set && len(e.Name.Raw) > 0
+	if i < 0 {
+		o := t.open[len(t.open)-1]
+		if named && o.name == a.name(e.Name) {
+			a.problem(e.Line, KindNesting, "an E event at the ts of its B (line %d) on pid %s tid %s: Perfetto sorts an E before the B events of its ts, so the B never ends; chrome://tracing ends it", o.line, e.Pid.Raw, e.Tid.Raw)
+		} else {
+			a.problem(e.Line, KindNesting, "an E event with no B open before its ts on pid %s tid %s: Perfetto sorts it before the B of line %d and ignores it; chrome://tracing ends that B with it", e.Pid.Raw, e.Tid.Raw, o.line)
+		}
+		return
+	}
+	if named {
 		n := a.name(e.Name)
-		for i >= 0 && t.open[i].name != n {
+		for i >= 0 && (t.open[i].name != n || later(&t.open[i])) {
 			i--
 		}
-		top := t.open[len(t.open)-1]
+		top := t.open[inner]
 		switch {
 		case i < 0:
 			a.problem(e.Line, KindNesting, "an E event named %q matches no open B on pid %s tid %s: Perfetto ignores it; chrome://tracing ends %q (line %d) with it (\"Titles do not match\")",
 				a.Names[n].Name, e.Pid.Raw, e.Tid.Raw, a.Names[top.name].Name, top.line)
 			return
-		case i < len(t.open)-1:
+		case i < inner:
 			a.problem(e.Line, KindNesting, "an E event named %q ends the B of line %d, but %q (line %d) is open inside it: Perfetto ends the first and cuts the second there (misplaced_end_event); chrome://tracing ends the second (\"Titles do not match\")",
 				a.Names[n].Name, t.open[i].line, a.Names[top.name].Name, top.line)
 		}
 	}
 	b := t.open[i]
 	t.open = append(t.open[:i], t.open[i+1:]...)
+	if b.cut {
+		t.cutOpen--
+	}
 	if a.grouped {
 		delete(a.exact, b.seq)
 	}
@@ -342,11 +467,23 @@ func (a *Analyzer) end(e *tracefile.Event) {
 		return
 	}
 	// Perfetto ends the B events left open inside it where it ends, if
-	// their E comes later (misplaced_end_event).
+	// their E comes later (misplaced_end_event); it cuts them when time
+	// moves on, so that a B at the E's ts that it takes after the E (see
+	// later) begins inside them, and is cut there too.
+	inside := false
 	for j := i; j < len(t.open); j++ {
+		inside = inside || !later(&t.open[j])
+	}
+	for j := i; inside && j < len(t.open); j++ {
 		if o := &t.open[j]; !o.cut || e.TS < o.cutAt {
+			if !o.cut {
+				t.cutOpen++
+			}
 			o.cut, o.cutAt = true, e.TS
 		}
+	}
+	if inside && i < len(t.open) {
+		a.noteCut(t, e.TS)
 	}
 	end := e.TS
 	if b.cut && b.cutAt < end {

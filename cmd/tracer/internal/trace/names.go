@@ -122,6 +122,11 @@ func (a *Analyzer) group() {
 				t.stack[i].name = remap[t.stack[i].name]
 			}
 		}
+		for i := range t.raw {
+			if t.raw[i].name >= 0 {
+				t.raw[i].name = remap[t.raw[i].name]
+			}
+		}
 		for i := range t.open {
 			o := &t.open[i]
 			if old := a.Names[o.name].Name; hasDigit([]byte(old)) {

@@ -129,10 +129,18 @@ type track struct {
 	pending  []pendingFlow
 	busy     int64
 	slices   int64
-	levels   int32 // the deepest nesting seen, in levels
-	roots    int   // stack[:roots] are top slices: see collapse
-	deepLine int32 // the first slice past maxNesting levels
-	last     int64 // latest end
+	levels   int32      // the deepest nesting seen, in levels
+	roots    int        // stack[:roots] are top slices: see collapse
+	deepLine int32      // the first slice past maxNesting levels
+	last     int64      // latest end
+	exact    bool       // replayed at the end: see exact.go
+	tied     bool       // an E at the ts of a B before it, before the file's first X
+	tiedAt   int64      // the latest ts of such an E
+	overlaps int        // X events that overlap a slice without nesting
+	cuts     []int64    // where B events were cut (see noteCut)
+	tangled  bool       // a slice began where B events were cut
+	cutOpen  int        // open B events cut (openSpan.cut)
+	raw      []rawSlice // its slice events, if exact
 }
 
 // add records the completed slice [s, e) named name (an index in
@@ -148,6 +156,9 @@ func (a *Analyzer) add(t *track, s, e int64, name int32, line int, be bool, seq 
 	// slices of a track are kept whole, for a file in no order to show
 	// it first.
 	before := len(t.stack)
+	if len(t.cuts) > 0 && slices.Contains(t.cuts, s) {
+		t.tangled = true
+	}
 	if t.slices > 0 && e < t.last {
 		a.unordered = true
 	}
@@ -187,7 +198,10 @@ func (a *Analyzer) add(t *track, s, e int64, name int32, line int, be bool, seq 
 		q := &st[p]
 		if !be {
 			// Perfetto moves it to an overflow track, where it is a
-			// top-level slice of its own.
+			// top-level slice of its own; but it nests an X in a B
+			// still open at its start, whenever the E comes: stats
+			// replays such a track (see exact.go).
+			t.tangled = t.tangled || q.be
 			a.overlap(t, line, name, s, e, q)
 			a.addSelf(name, e-s)
 			t.busy += e - s
@@ -199,6 +213,7 @@ func (a *Analyzer) add(t *track, s, e int64, name int32, line int, be bool, seq 
 			a.Names[name].Name, us(e), a.Names[q.name].Name, us(q.start), us(q.end), q.line)
 		e = q.end
 		x.end, x.sum = e, e-s
+		a.noteCut(t, e)
 	}
 	if p >= 0 {
 		x.parent, x.depth = p, st[p].depth+1
@@ -213,6 +228,7 @@ func (a *Analyzer) add(t *track, s, e int64, name int32, line int, be bool, seq 
 			break
 		}
 		if c.end > e {
+			t.tangled = t.tangled || be
 			a.overlap(t, line, name, s, e, c)
 			break
 		}
@@ -275,6 +291,36 @@ func (a *Analyzer) add(t *track, s, e int64, name int32, line int, be bool, seq 
 	t.stack = a.bound(t, st, before)
 	a.resolveFlows(t, s, e)
 	return e
+}
+
+// maxCuts is how many times of cut B events a track keeps.
+const maxCuts = 16
+
+// noteCut notes that B events of t were cut at ts (misplaced_end_event).
+// Perfetto cuts them only when time moves past ts: a slice that begins
+// at ts begins inside them, and is cut with them. Stats replays a track
+// where that happens (see exact.go).
+func (a *Analyzer) noteCut(t *track, ts int64) {
+	if t.tangled || slices.Contains(t.cuts, ts) {
+		return
+	}
+	for i := range t.stack {
+		if t.stack[i].start == ts && t.stack[i].name >= 0 {
+			t.tangled = true
+			return
+		}
+	}
+	for _, o := range t.open {
+		if o.ts == ts {
+			t.tangled = true
+			return
+		}
+	}
+	if len(t.cuts) == maxCuts {
+		t.tangled = true
+		return
+	}
+	t.cuts = append(t.cuts, ts)
 }
 
 // collapse drops from t's tree every slice that is not a top one: their

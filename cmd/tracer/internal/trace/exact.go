@@ -1,0 +1,300 @@
+package trace
+
+import (
+	"cmp"
+	"math"
+	"slices"
+)
+
+// Tracks nested deeper than Perfetto keeps.
+//
+// Perfetto drops a slice that would be nested 512 levels deep, and the
+// slices below it (slice_max_depth_exceeded). Which slices those are is
+// known only once the slices around them are: in a file in end order
+// (the tracer package's), the innermost slices of a deep recursion come
+// first, long before the ones that make them too deep, and by then a
+// track's tree has summed them up (see tracks.go). And an E whose B was
+// dropped ends another B of its name, as Perfetto matches an E with the
+// innermost open B of its name.
+//
+// So a track whose nesting went past 512 levels is read again, in a
+// second Analyzer (Exact), which keeps the track's slice events as
+// they are and, at the end, replays them as Perfetto's importer does:
+// sorted by ts, an E first, then X events, the longer first, then the
+// rest, in file order at ties; each through Perfetto's slice tracker
+// (slice_tracker.cc: a stack per track, closed on the left and open on
+// the right, an X that overlaps the slice it begins in moved to a track
+// of its own, B events cut at the end of an X they outlive, an E ending
+// the innermost open B of its name, nothing pushed past 512). It costs
+// 40 bytes per slice event of such a track, and a second read of the
+// file, only for a file that has one.
+
+// A TrackSet names tracks of an Analyzer, for another Analyzer of the
+// same file.
+type TrackSet map[trackKey]bool
+
+// Deep returns the tracks nested deeper than Perfetto keeps, or nil.
+func (a *Analyzer) Deep() TrackSet {
+	return a.tracksWhere(func(t *track) bool { return t.levels > maxNesting })
+}
+
+// Tangled returns the tracks that only a replay follows exactly, or
+// nil: those with an E at the ts of a B before it, before the file's
+// first X, where Perfetto's sorter takes the E first after all (see
+// Analyzer.end), those with X events moved to overflow tracks more
+// than once, where a later slice may nest in one moved before, and
+// those where a slice began where B events were cut (see noteCut).
+func (a *Analyzer) Tangled() TrackSet {
+	return a.tracksWhere(func(t *track) bool { return t.tied && a.SortsTiesAt(t.tiedAt) || t.overlaps > 1 || t.tangled })
+}
+
+func (a *Analyzer) tracksWhere(f func(*track) bool) TrackSet {
+	var s TrackSet
+	for k, t := range a.tracks {
+		if f(t) {
+			if s == nil {
+				s = TrackSet{}
+			}
+			s[k] = true
+		}
+	}
+	return s
+}
+
+// Union returns the tracks of s and of o.
+func (s TrackSet) Union(o TrackSet) TrackSet {
+	if s == nil {
+		return o
+	}
+	for k := range o {
+		s[k] = true
+	}
+	return s
+}
+
+// A rawSlice is a slice event of a track replayed at the end.
+type rawSlice struct {
+	ts, dur int64 // dur of an X; 0 for the others
+	seq     int64
+	name    int32
+	ph      byte // X (and instants), B or E
+	named   bool // an E with a name, which ends only a B of that name
+}
+
+// record keeps a slice event of an exact track; it reports whether t
+// is one.
+func (a *Analyzer) record(t *track, ph byte, ts, dur int64, name int32, named bool) bool {
+	if !t.exact {
+		return false
+	}
+	t.raw = append(t.raw, rawSlice{ts: ts, dur: dur, seq: a.Events, name: name, ph: ph, named: named})
+	return true
+}
+
+// A simSlice is a slice in a replay: its end is -1 while it is open.
+type simSlice struct {
+	start, end int64
+	name       int32
+	parent     int32 // index in the replay's slices, or -1
+	x          bool  // an X, whose end is known at its start
+}
+
+// FinishExact replays the slice events of the exact tracks (see above)
+// and counts the slices Perfetto keeps; a B still open at the end is
+// counted to end, as EndOpen does. It returns how many slices Perfetto
+// drops for their depth and how many B events were still open. Call it
+// before EndOpen.
+func (a *Analyzer) FinishExact(end int64) (dropped, open int) {
+	for _, t := range a.trackList {
+		if !t.exact || len(t.raw) == 0 {
+			continue
+		}
+		d, o := a.replay(t, end)
+		dropped += d
+		open += o
+		t.raw = nil
+	}
+	return dropped, open
+}
+
+// class orders the events of one ts as Perfetto's sorter does once the
+// file has had an X (see Analyzer.end): an E first, then X events by
+// duration, longest first, then the others (a B, an instant), in file
+// order.
+func (r *rawSlice) class() (int, int64) {
+	switch r.ph {
+	case 'E':
+		return 0, 0
+	case 'X':
+		return 1, -r.dur
+	}
+	return 1, 0
+}
+
+// sortRaw sorts a track's events as Perfetto's sorter does, once every
+// event of the file was added: by ts, and the events of one ts by class
+// where it sorts them (see Analyzer.sorter), else in file order.
+func (a *Analyzer) sortRaw(evs []rawSlice) {
+	slices.SortFunc(evs, func(x, y rawSlice) int {
+		return cmp.Or(cmpInt(x.ts, y.ts), cmpInt(x.seq, y.seq))
+	})
+	for i := 0; i < len(evs); {
+		j := i
+		for j < len(evs) && evs[j].ts == evs[i].ts {
+			j++
+		}
+		if j-i > 1 && a.SortsTiesAt(evs[i].ts) {
+			slices.SortStableFunc(evs[i:j], func(x, y rawSlice) int {
+				cx, kx := x.class()
+				cy, ky := y.class()
+				return cmp.Or(cx-cy, cmpInt(kx, ky))
+			})
+		}
+		i = j
+	}
+}
+
+func (a *Analyzer) replay(t *track, end int64) (dropped, open int) {
+	evs := t.raw
+	a.sortRaw(evs)
+	var all []simSlice
+	// The thread's track's stack, then those of its overflow tracks:
+	// indices in all.
+	stacks := make([][]int32, 1)
+	// closeStack pops what ended before a slice at ts lasting dur (-1:
+	// a B, or an E) begins from stacks[k], as MaybeCloseStack does, to
+	// the letter: it pops the top of the stack where a slice below it
+	// ended, and cuts every slice above one that ended with a B open
+	// above it there, an X too. It reports an X that overlaps a slice it
+	// begins in.
+	closeStack := func(k int, ts, dur int64) (overlap bool) {
+		stack := stacks[k]
+		defer func() { stacks[k] = stack }()
+		pop := func() { stack = stack[:len(stack)-1] }
+		incomplete := false
+		for i := len(stack) - 1; i >= 0; i-- {
+			s := &all[stack[i]]
+			if s.end < 0 {
+				incomplete = true
+				continue
+			}
+			if incomplete {
+				if ts <= s.end {
+					continue
+				}
+				// A B left open inside a slice that ended: cut there
+				// (misplaced_end_event), with all above it.
+				for j := len(stack) - 1; j > i; j-- {
+					all[stack[j]].end = s.end
+					pop()
+				}
+				pop()
+				incomplete = false
+				continue
+			}
+			if s.end < ts || s.end == ts && !(s.end == s.start && dur == 0) {
+				pop()
+				continue
+			}
+			if dur < 0 {
+				continue
+			}
+			if ts < s.end && ts+dur > s.end {
+				return true
+			}
+		}
+		return false
+	}
+	for i := range evs {
+		ev := &evs[i]
+		switch ev.ph {
+		case 'X', 'B':
+			dur := ev.dur
+			if ev.ph == 'B' {
+				dur = -1
+			}
+			// An X that overlaps a slice it begins in goes to the first
+			// overflow track where it does not, or to a new one
+			// (slice_spill_overlapping_complete_event).
+			k := 0
+			for closeStack(k, ev.ts, dur) {
+				if k++; k == len(stacks) {
+					stacks = append(stacks, nil)
+				}
+			}
+			stack := stacks[k]
+			if len(stack) >= maxNesting {
+				dropped++
+				continue
+			}
+			parent := int32(-1)
+			if len(stack) > 0 {
+				parent = stack[len(stack)-1]
+			}
+			e := int64(-1)
+			if dur >= 0 {
+				e = ev.ts + dur
+			}
+			all = append(all, simSlice{start: ev.ts, end: e, name: ev.name, parent: parent, x: dur >= 0})
+			stacks[k] = append(stack, int32(len(all)-1))
+		case 'E':
+			closeStack(0, ev.ts, -1)
+			stack := stacks[0]
+			for j := len(stack) - 1; j >= 0; j-- {
+				s := &all[stack[j]]
+				if s.end >= 0 || ev.named && s.name != ev.name {
+					continue
+				}
+				s.end = max(ev.ts, s.start)
+				if j == len(stack)-1 {
+					stacks[0] = stack[:j]
+				}
+				break
+			}
+		}
+	}
+	// The end of the file: a B left open inside a slice that ended is
+	// cut there, as the next event would cut it; the others last to the
+	// end (Perfetto leaves them open, with dur -1).
+	cut := int64(math.MaxInt64)
+	for _, i := range stacks[0] {
+		s := &all[i]
+		if s.end >= 0 {
+			cut = min(cut, s.end)
+		} else if cut < math.MaxInt64 {
+			s.end = max(cut, s.start)
+		}
+	}
+	for i := range all {
+		if s := &all[i]; s.end < 0 {
+			s.end = max(end, s.start)
+			open++
+		}
+	}
+	kids := make([]int64, len(all))
+	for _, s := range all {
+		if s.parent >= 0 {
+			kids[s.parent] += s.end - s.start
+		}
+	}
+	for i, s := range all {
+		d := s.end - s.start
+		a.count(s.name, d)
+		a.addSelf(s.name, d-kids[i])
+		if s.parent < 0 {
+			t.busy += d
+		}
+		t.slices++
+	}
+	return dropped, open
+}
+
+func cmpInt(x, y int64) int {
+	switch {
+	case x < y:
+		return -1
+	case x > y:
+		return 1
+	}
+	return 0
+}
