@@ -60,8 +60,9 @@ type Builder struct {
 	trackRows []Track
 	// carried holds, at the start of a rotated set's next file, the B
 	// events the files before left open, which the tracer package
-	// writes again at the top of the new file.
-	carried map[*track][]*node
+	// writes again at the top of the new file: copies, as a node is
+	// reused once written.
+	carried map[*track][]carriedB
 	waiting []*track // tracks with slices waiting, in the group
 	pending int
 
@@ -70,6 +71,9 @@ type Builder struct {
 	key    []byte
 	args   []byte
 	oldest []oldRoot // writeOldest's, reused
+
+	nodes nodes // the nodes, reused once written
+	arena arena // the args strings and the values rows point to
 
 	lastThread *thread // the thread of the last event with numeric ids
 	lastPid    int64
@@ -117,12 +121,18 @@ func (b *Builder) BeginGroup(file string, offset int64) {
 	b.file = file
 }
 
+// A carriedB is a B event a rotated set's earlier file left open.
+type carriedB struct {
+	ts   int64
+	name string
+}
+
 // nextFile notes that the events of the group's next file follow.
 func (b *Builder) nextFile() {
-	b.carried = map[*track][]*node{}
+	b.carried = map[*track][]carriedB{}
 	for _, t := range b.waiting {
-		if len(t.open) > 0 {
-			b.carried[t] = slices.Clone(t.open)
+		for _, n := range t.open {
+			b.carried[t] = append(b.carried[t], carriedB{n.row.TS, n.row.Name})
 		}
 	}
 }
@@ -132,7 +142,7 @@ func (b *Builder) nextFile() {
 func (b *Builder) repeated(t *track, ts int64, name tracefile.Str) bool {
 	c := b.carried[t]
 	for i, n := range c {
-		if n.row.TS == ts && n.row.Name == b.intern(name) {
+		if n.ts == ts && n.name == b.intern(name) {
 			b.carried[t] = slices.Delete(c, i, i+1)
 			return true
 		}
@@ -311,11 +321,13 @@ func (b *Builder) node(e *tracefile.Event, ts, dur int64, th *thread) *node {
 
 func (b *Builder) nodeOn(e *tracefile.Event, ts, dur int64, t *track, utid, upid *int64) *node {
 	b.nextSlice++
-	n := &node{row: Slice{
+	n := b.nodes.get()
+	n.row = Slice{
 		ID: b.nextSlice, TS: ts, Dur: dur, TrackID: t.id,
 		Category: b.intern(e.Cat), Name: b.intern(e.Name),
 		Utid: utid, Upid: upid,
-	}, size: 1}
+	}
+	n.size = 1
 	n.args = b.argsOf(e, "")
 	n.end = math.MaxInt64
 	if dur >= 0 {
@@ -347,7 +359,7 @@ func (b *Builder) argsOf(e *tracefile.Event, prev string) string {
 		b.args = append(b.args, bytes.TrimSpace(a.Value)...)
 	}
 	b.args = append(b.args, '}')
-	return string(b.args)
+	return b.arena.string(b.args)
 }
 
 // end ends the open slice n at ts, with the args of its end event e.
@@ -433,9 +445,10 @@ func (b *Builder) emit(t *track, k int) error {
 		if err := b.bindFlows(t, r); err != nil {
 			return err
 		}
+		start, end := r.row.TS, r.end // r is reused once written
 		n, err := b.write(r, 0, nil)
 		b.pending -= n
-		t.written(r, n)
+		t.written(start, end, n)
 		if err != nil {
 			return err
 		}
@@ -446,24 +459,29 @@ func (b *Builder) emit(t *track, k int) error {
 }
 
 // write writes n and its subtree at depth, and returns how many slices
-// it wrote.
+// it wrote. Their nodes are then reused: a row's pointers point into
+// the arena, not into them, as a Sink may keep a copy of the row.
 func (b *Builder) write(n *node, depth int32, parent *int64) (int, error) {
 	n.row.Depth, n.row.ParentID = depth, parent
 	if n.args != "" {
-		n.row.Args = &n.args
+		n.row.Args = b.arena.stringPtr(n.args)
 	}
 	if err := b.sink.Slice(&n.row); err != nil {
 		return 0, err
 	}
 	b.Report.Slices++
 	count := 1
-	for _, c := range n.children {
-		k, err := b.write(c, depth+1, &n.row.ID)
-		count += k
-		if err != nil {
-			return count, err
+	if len(n.children) > 0 {
+		id := b.arena.int64Ptr(n.row.ID)
+		for _, c := range n.children {
+			k, err := b.write(c, depth+1, id)
+			count += k
+			if err != nil {
+				return count, err
+			}
 		}
 	}
+	b.nodes.put(n)
 	return count, nil
 }
 

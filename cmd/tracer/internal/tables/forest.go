@@ -171,10 +171,11 @@ type extent struct {
 	n          int64
 }
 
-// written notes the root r, holding n slices, written out.
-func (t *track) written(r *node, n int) {
-	t.maxWrite = max(t.maxWrite, r.row.TS)
-	t.extents = append(t.extents, extent{r.row.TS, r.end, int64(n)})
+// written notes a root from start to end, holding n slices, written
+// out.
+func (t *track) written(start, end int64, n int) {
+	t.maxWrite = max(t.maxWrite, start)
+	t.extents = append(t.extents, extent{start, end, int64(n)})
 	if len(t.extents) > maxExtents {
 		// Coalesce the two oldest: a later slice must enclose both to
 		// be counted, so Unsure stays a lower bound.
