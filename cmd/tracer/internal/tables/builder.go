@@ -153,6 +153,9 @@ func (b *Builder) repeated(t *track, ts int64, name tracefile.Str) bool {
 // intern returns s decoded, one copy per distinct string.
 func (b *Builder) intern(s tracefile.Str) string {
 	raw := s.Raw
+	if len(raw) == 0 {
+		return "" // most categories
+	}
 	if s.Escaped {
 		b.key = s.Append(b.key[:0])
 		raw = b.key

@@ -57,16 +57,28 @@ func contains(p, c *node) bool {
 }
 
 // search returns where n goes in list, sorted by start: the first node
-// n sorts before. A hand-written binary search, with the end checked
-// first: in a file written in end order (the tracer package's), a slice
-// usually begins after every root of its track (its earlier sibling's),
-// and sort.Search's closure call per probe cost a tenth of an export.
+// n sorts before. A hand-written search, with the end checked first: in
+// a file written in end order (the tracer package's), a slice usually
+// begins after every root of its track (its earlier sibling's), and
+// sort.Search's closure call per probe cost a tenth of an export. When
+// it does not, it is usually a parent that encloses the last few roots
+// (its children): so the search gallops back from the end, where the
+// nodes were placed last and are still in the cache, rather than
+// bisecting the whole list, whose middle is cold.
 func search(list []*node, n *node) int {
-	lo, hi := 0, len(list)
+	hi := len(list)
 	if hi == 0 || !before(n, list[hi-1]) {
 		return hi
 	}
-	hi-- // n sorts before list[hi-1]
+	hi-- // n sorts before list[hi]
+	lo := 0
+	for step := 1; hi-step > 0; step *= 2 {
+		if !before(n, list[hi-step]) {
+			lo = hi - step + 1
+			break
+		}
+		hi -= step
+	}
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
 		if before(n, list[m]) {
