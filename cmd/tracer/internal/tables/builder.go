@@ -3,6 +3,7 @@ package tables
 import (
 	"bytes"
 	"cmp"
+	"container/heap"
 	"math"
 	"slices"
 	"strconv"
@@ -70,7 +71,8 @@ type Builder struct {
 
 	key    []byte
 	args   []byte
-	oldest []oldRoot // writeOldest's, reused
+	oldest []oldRoot  // oldestEndSorted's, reused
+	heads  []rootHead // oldestEnd's, reused
 
 	nodes nodes // the nodes, reused once written
 	arena arena // the args strings and the values rows point to
@@ -413,23 +415,7 @@ type oldRoot struct {
 // at most keep slices wait: those least likely to be enclosed by a slice
 // still to come (a slice in flight on a thread ended recently).
 func (b *Builder) writeOldest(keep int) error {
-	roots := b.oldest[:0]
-	for _, t := range b.waiting {
-		for _, r := range t.roots {
-			roots = append(roots, oldRoot{r.end, r.size})
-		}
-	}
-	slices.SortFunc(roots, func(x, y oldRoot) int { return cmp.Compare(x.end, y.end) })
-	b.oldest = roots
-	// The end before which every root is written.
-	left, until := b.pending, int64(math.MinInt64)
-	for _, r := range roots {
-		if left <= keep {
-			break
-		}
-		left -= r.n
-		until = r.end
-	}
+	until := b.oldestEnd(keep)
 	for _, t := range b.waiting {
 		k := 0
 		for k < len(t.roots) && t.roots[k].end <= until {
@@ -442,11 +428,100 @@ func (b *Builder) writeOldest(keep int) error {
 	return nil
 }
 
+// oldestEnd returns the end before which every root is written for at
+// most keep slices to wait: taking the roots by end, that of the first
+// after which at most keep wait.
+func (b *Builder) oldestEnd(keep int) int64 {
+	left, until := b.pending, int64(math.MinInt64)
+	if left <= keep {
+		return until
+	}
+	// A track's roots, sorted by start, are almost always sorted by
+	// end too (they do not nest): then a merge of the tracks' lists
+	// finds it, reading about half of the roots, where a sort of them
+	// all took a thirtieth of an export.
+	heads := b.heads[:0]
+	for i, t := range b.waiting {
+		for k := 1; k < len(t.roots); k++ {
+			if t.roots[k].end < t.roots[k-1].end {
+				return b.oldestEndSorted(keep)
+			}
+		}
+		if len(t.roots) > 0 {
+			heads = append(heads, rootHead{t.roots[0].end, i, 0})
+		}
+	}
+	h := rootHeap(heads)
+	heap.Init(&h)
+	for len(h) > 0 && left > keep {
+		top := &h[0]
+		roots := b.waiting[top.track].roots
+		left -= roots[top.i].size
+		until = top.end
+		if top.i++; top.i < len(roots) {
+			top.end = roots[top.i].end
+			heap.Fix(&h, 0)
+		} else {
+			heap.Pop(&h)
+		}
+	}
+	b.heads = h[:0]
+	return until
+}
+
+// oldestEndSorted is oldestEnd with a sort of every root.
+func (b *Builder) oldestEndSorted(keep int) int64 {
+	roots := b.oldest[:0]
+	for _, t := range b.waiting {
+		for _, r := range t.roots {
+			roots = append(roots, oldRoot{r.end, r.size})
+		}
+	}
+	slices.SortFunc(roots, func(x, y oldRoot) int { return cmp.Compare(x.end, y.end) })
+	b.oldest = roots
+	left, until := b.pending, int64(math.MinInt64)
+	for _, r := range roots {
+		if left <= keep {
+			break
+		}
+		left -= r.n
+		until = r.end
+	}
+	return until
+}
+
+// A rootHead is the next root of a track in oldestEnd's merge: the
+// track's index in Builder.waiting, and the root's in its roots.
+type rootHead struct {
+	end      int64
+	track, i int
+}
+
+// rootHeap is a heap of rootHeads, by end.
+type rootHeap []rootHead
+
+func (h rootHeap) Len() int           { return len(h) }
+func (h rootHeap) Less(i, j int) bool { return h[i].end < h[j].end }
+func (h rootHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *rootHeap) Push(x any)        { *h = append(*h, x.(rootHead)) }
+func (h *rootHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
 // emit writes the first k roots of t and their subtrees.
 func (b *Builder) emit(t *track, k int) error {
 	for _, r := range t.roots[:k] {
-		if err := b.bindFlows(t, r); err != nil {
-			return err
+		if p := t.points; len(p) > 0 && (p[0].ts < r.end || p[0].ts < r.row.TS) {
+			// bindFlows binds nothing when every flow event waiting
+			// comes at or after r's start and end (the points are
+			// sorted by ts): the common case, and a search per root
+			// cost a twentieth of an export.
+			if err := b.bindFlows(t, r); err != nil {
+				return err
+			}
 		}
 		start, end := r.row.TS, r.end // r is reused once written
 		n, err := b.write(r, 0, nil)

@@ -41,3 +41,34 @@ func TestSearch(t *testing.T) {
 		require.Equal(t, want, search(list, n), "%d nodes", len(list))
 	}
 }
+
+// TestOldestEnd checks oldestEnd's merge of the tracks' roots against
+// the sort of them all, over random tracks of disjoint roots (sorted by
+// start and by end) and some whose roots overlap (not sorted by end).
+func TestOldestEnd(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for range 3000 {
+		b := NewBuilder(nil)
+		overlap := rng.IntN(4) == 0
+		for range rng.IntN(6) + 1 {
+			tr := newTrack(0)
+			ts := rng.Int64N(10)
+			for range rng.IntN(30) {
+				end := ts + rng.Int64N(10)
+				if overlap {
+					end += rng.Int64N(30)
+				}
+				tr.roots = append(tr.roots, &node{row: Slice{TS: ts}, end: end, size: 1 + rng.IntN(5)})
+				b.pending += tr.roots[len(tr.roots)-1].size
+				ts = end - rng.Int64N(2)
+				if overlap {
+					ts = tr.roots[len(tr.roots)-1].row.TS + rng.Int64N(5)
+				}
+			}
+			b.waiting = append(b.waiting, tr)
+		}
+		for _, keep := range []int{0, 1, b.pending / 3, b.pending / 2, b.pending - 1, b.pending} {
+			require.Equal(t, b.oldestEndSorted(keep), b.oldestEnd(keep), "keep %d of %d", keep, b.pending)
+		}
+	}
+}
