@@ -61,7 +61,7 @@ func Export(dir string, paths []string, maxPending int) (tables.Report, error) {
 // A sink writes the rows of the tables to Parquet files.
 type sink struct {
 	dir       string
-	slices    *table[tables.Slice]
+	slices    *sliceTable
 	counters  *table[tables.Counter]
 	flows     *table[tables.Flow]
 	tracks    *table[tables.Track]
@@ -76,7 +76,7 @@ func (s *sink) begin(group int) error {
 	}
 	part := fmt.Sprintf("part-%05d.parquet", group)
 	var err error
-	s.slices, err = newTable[tables.Slice](filepath.Join(s.dir, "slice", part))
+	s.slices, err = newSliceTable(filepath.Join(s.dir, "slice", part))
 	if err == nil {
 		s.counters, err = newTable[tables.Counter](filepath.Join(s.dir, "counter", part))
 	}
