@@ -46,6 +46,7 @@ type Builder struct {
 	file   string // the group's first file
 
 	strs     map[string]string
+	recent   [256]string // intern's cache
 	procs    map[procKey]*proc
 	procList []*proc
 	threads  map[threadKey]*thread
@@ -162,11 +163,18 @@ func (b *Builder) intern(s tracefile.Str) string {
 		b.key = s.Append(b.key[:0])
 		raw = b.key
 	}
-	if v, ok := b.strs[string(raw)]; ok {
-		return v
+	// A few names make most of a trace's events: a cache of the last
+	// string of each hash of its length and ends saves a map lookup.
+	c := &b.recent[(len(raw)*31+int(raw[0])*7+int(raw[len(raw)-1]))%len(b.recent)]
+	if *c == string(raw) {
+		return *c
 	}
-	v := string(raw)
-	b.strs[v] = v
+	v, ok := b.strs[string(raw)]
+	if !ok {
+		v = string(raw)
+		b.strs[v] = v
+	}
+	*c = v
 	return v
 }
 

@@ -128,8 +128,9 @@ type track struct {
 	xSeen    bool     // an X or an instant came, which may come before its parent
 	parents  bool     // a slice came after one that encloses it: parents first
 	maxStart int64    // latest start so far
-	extents  []extent // of the roots written, oldest first
-	maxWrite int64    // latest start of a root written, MinInt64 before
+	extents  []extent // of the roots written, oldest first: a window of extBuf
+	extBuf   []extent
+	maxWrite int64 // latest start of a root written, MinInt64 before
 
 	points []*flowPoint // flow events waiting for their slice, by ts
 	nexts  int          // of which bind to the next slice
@@ -187,13 +188,21 @@ type extent struct {
 // out.
 func (t *track) written(start, end int64, n int) {
 	t.maxWrite = max(t.maxWrite, start)
+	if len(t.extents) == cap(t.extents) && len(t.extents) >= maxExtents {
+		// Move them to the front of a buffer, once per maxExtents
+		// roots written, rather than by one at each.
+		if t.extBuf == nil {
+			t.extBuf = make([]extent, 2*maxExtents+2)
+		}
+		t.extents = t.extBuf[:copy(t.extBuf, t.extents)]
+	}
 	t.extents = append(t.extents, extent{start, end, int64(n)})
 	if len(t.extents) > maxExtents {
 		// Coalesce the two oldest: a later slice must enclose both to
 		// be counted, so Unsure stays a lower bound.
 		a, b := t.extents[0], t.extents[1]
 		t.extents[1] = extent{min(a.start, b.start), max(a.end, b.end), a.n + b.n}
-		t.extents = t.extents[:copy(t.extents, t.extents[1:])]
+		t.extents = t.extents[1:]
 	}
 }
 
