@@ -35,11 +35,14 @@ import (
 // bounded by MaxPending slices of about 200 bytes each, and a file's
 // slices come out with trace_processor's depths whenever Unsure is 0.
 
-// A node is a slice waiting for its depth.
+// A node is a slice waiting for its depth. The fields the forest reads
+// of a node placed long ago (end, size, and row's TS) come first, in
+// one cache line: a node is 160 bytes, most of them cold by the time it
+// is written.
 type node struct {
+	end      int64 // math.MaxInt64 for a B never ended
+	size     int   // slices in its subtree, itself included
 	row      Slice
-	end      int64  // math.MaxInt64 for a B never ended
-	size     int    // slices in its subtree, itself included
 	args     string // row.Args, set when it is written
 	children []*node
 }
