@@ -112,16 +112,12 @@ func (b *Builder) readFile(path string) error {
 	}
 	defer src.Close()
 	r := tracefile.NewReader(src.Reader())
-	for {
-		ev, err := r.Next()
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("%s: %w", path, err)
-		}
-		if err := b.Add(ev); err != nil {
-			return err
-		}
+	read, err := b.read.each(r, b.Add)
+	if read && err == io.EOF {
+		return nil
 	}
+	if read {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return err
 }

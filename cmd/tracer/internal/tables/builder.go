@@ -40,6 +40,8 @@ type Builder struct {
 
 	Report Report
 
+	read readAhead // Build's: see readahead.go
+
 	sink   Sink
 	offset int64  // added to every ts of the group
 	group  int    // the group's number, from 1
