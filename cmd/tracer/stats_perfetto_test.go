@@ -68,9 +68,15 @@ var statsShapes = map[string]shape{
 // tracks with what trace_processor's slice table holds, on random traces
 // of every shape.
 func TestStatsAgainstPerfetto(t *testing.T) {
+	compareShapes(t, 4)
+}
+
+// compareShapes compares stats with trace_processor on seeds random
+// traces of every shape.
+func compareShapes(t *testing.T, seeds uint64) {
 	dir := t.TempDir()
 	for name, sh := range statsShapes {
-		for seed := range uint64(4) {
+		for seed := range seeds {
 			t.Run(fmt.Sprintf("%s/%d", name, seed), func(t *testing.T) {
 				text, _ := genTrace(rand.New(rand.NewPCG(seed, 1)), sh)
 				path := writeFile(t, dir, fmt.Sprintf("%s-%d.json", name, seed), text)
@@ -138,16 +144,7 @@ func TestStatsCorpusAgainstPerfetto(t *testing.T) {
 func TestStatsReplayAgainstPerfetto(t *testing.T) {
 	replayAll = true
 	defer func() { replayAll = false }()
-	dir := t.TempDir()
-	for name, sh := range statsShapes {
-		for seed := range uint64(2) {
-			t.Run(fmt.Sprintf("%s/%d", name, seed), func(t *testing.T) {
-				text, _ := genTrace(rand.New(rand.NewPCG(seed, 1)), sh)
-				path := writeFile(t, dir, fmt.Sprintf("%s-%d.json", name, seed), text)
-				comparePerfetto(t, path)
-			})
-		}
-	}
+	compareShapes(t, 2)
 }
 
 // TestStatsTiesAgainstPerfetto compares stats with trace_processor on

@@ -136,7 +136,7 @@ func (r *rawSlice) class() (int, int64) {
 // where it sorts them (see Analyzer.sorter), else in file order.
 func (a *Analyzer) sortRaw(evs []rawSlice) {
 	slices.SortFunc(evs, func(x, y rawSlice) int {
-		return cmp.Or(cmpInt(x.ts, y.ts), cmpInt(x.seq, y.seq))
+		return cmp.Or(cmp.Compare(x.ts, y.ts), cmp.Compare(x.seq, y.seq))
 	})
 	for i := 0; i < len(evs); {
 		j := i
@@ -147,7 +147,7 @@ func (a *Analyzer) sortRaw(evs []rawSlice) {
 			slices.SortStableFunc(evs[i:j], func(x, y rawSlice) int {
 				cx, kx := x.class()
 				cy, ky := y.class()
-				return cmp.Or(cx-cy, cmpInt(kx, ky))
+				return cmp.Or(cx-cy, cmp.Compare(kx, ky))
 			})
 		}
 		i = j
@@ -287,14 +287,4 @@ func (a *Analyzer) replay(t *track, end int64) (dropped, open int) {
 		t.slices++
 	}
 	return dropped, open
-}
-
-func cmpInt(x, y int64) int {
-	switch {
-	case x < y:
-		return -1
-	case x > y:
-		return 1
-	}
-	return 0
 }
