@@ -198,13 +198,7 @@ func TestSpanHandle(t *testing.T) {
 			tr, err := New(path, WithFlushInterval(10*time.Millisecond))
 			require.NoError(t, err)
 			tc.run(tr)
-			require.NoError(t, tr.Close())
-			assert.Zero(t, tr.Stats().Unmatched)
-			assert.Zero(t, tr.Stats().Forgotten)
-
-			evs := tracecheck.Read(t, path)
-			tracks := tracecheck.Tracks(t, evs)
-			ops := tracecheck.Async(t, evs)
+			evs, tracks, ops := closeAndRead(t, tr, path)
 			tidOf := map[string]uint64{}
 			for tid, ss := range tracks {
 				for _, s := range ss {
@@ -254,8 +248,8 @@ func TestSpanHandle(t *testing.T) {
 					ss := tracecheck.SlicesNamed(tracks, name)
 					require.Len(t, ss, 1, "%s: one slice", name)
 					assert.Equal(t, tidOf[w.track], ss[0].Tid, "%s: on %s's track", name, w.track)
-					outer, ok := tracecheck.Enclosing(tracks, ss[0].Tid, ss[0].Start)
-					require.True(t, ok)
+					_, ok := tracecheck.Enclosing(tracks, ss[0].Tid, ss[0].Start)
+					require.True(t, ok, "%s: inside a slice of its track", name)
 					args = ss[0].Args
 					if w.inner != "" {
 						in := tracecheck.SlicesNamed(tracks, w.inner)
@@ -263,7 +257,6 @@ func TestSpanHandle(t *testing.T) {
 						const ns = 1e-3 / 2 // float µs: far less than the file's nanoseconds
 						assert.True(t, ss[0].Start <= in[0].Start+ns && in[0].End <= ss[0].End+ns, "%s contains %s", name, w.inner)
 					}
-					_ = outer
 				}
 				for _, k := range w.args {
 					assert.Contains(t, args, k, "%s's args", name)
@@ -505,13 +498,7 @@ func TestSpanHandleRandom(t *testing.T) {
 				}
 			}
 			close(elsewhere)
-			require.NoError(t, tr.Close())
-			assert.Zero(t, tr.Stats().Unmatched)
-			assert.Zero(t, tr.Stats().Forgotten)
-
-			evs := tracecheck.Read(t, path)
-			tracks := tracecheck.Tracks(t, evs)
-			ops := tracecheck.Async(t, evs)
+			_, tracks, ops := closeAndRead(t, tr, path)
 			seen := map[string]int{}
 			for _, ss := range tracks {
 				for _, s := range ss {
@@ -608,4 +595,16 @@ func TestSpanHandleRotation(t *testing.T) {
 	// the b without its e, which catapult warns of, as it does of an
 	// Async that outlives a file.)
 	tracecheck.Import(t, withEnd[0])
+}
+
+// closeAndRead closes tr, checks that every end matched a span and no span
+// was forgotten, and reads the file at path strictly: its events, the
+// slices of each track (nested), and the async operations (paired).
+func closeAndRead(t *testing.T, tr *Tracer, path string) ([]tracecheck.Event, map[uint64][]tracecheck.Slice, []tracecheck.AsyncOp) {
+	t.Helper()
+	require.NoError(t, tr.Close())
+	assert.Zero(t, tr.Stats().Unmatched)
+	assert.Zero(t, tr.Stats().Forgotten)
+	evs := tracecheck.Read(t, path)
+	return evs, tracecheck.Tracks(t, evs), tracecheck.Async(t, evs)
 }
