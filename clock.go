@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"time"
 	_ "unsafe" // for go:linkname
 )
 
@@ -37,6 +38,32 @@ import (
 
 //go:linkname nanotime runtime.nanotime
 func nanotime() int64
+
+// wallAt returns the wall-clock time at nanotime ns, a moment close to
+// now. The file gives it as ts 0's wall time, which `tracer merge` aligns
+// processes by, so it must be the wall time of that nanotime and not of a
+// moment next to it: a goroutine stopped between reading one clock and
+// the other (for milliseconds on a busy machine) would shift the whole
+// file against every other process's. So time.Now is read between two
+// nanotime readings, and the narrowest of a few tries is kept.
+func wallAt(ns int64) time.Time {
+	var wall time.Time
+	var mid, width int64
+	for try := 0; try < 3 || try < 12 && width > wallWidth; try++ {
+		n1 := nanotime()
+		w := time.Now()
+		n2 := nanotime()
+		if try == 0 || n2-n1 < width {
+			wall, mid, width = w, n1+(n2-n1)/2, n2-n1
+		}
+	}
+	return wall.Add(time.Duration(ns - mid))
+}
+
+// wallWidth is, in nanoseconds, several times the width of a try of
+// wallAt that nothing cut into (about 100 ns on the VM the project is
+// measured on).
+const wallWidth = 2000
 
 // Marks in a raw reading's top bits. Counter readings and nanotime are
 // below 2^62 for a century of uptime.

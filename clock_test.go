@@ -287,3 +287,21 @@ func TestChooseClock(t *testing.T) {
 	assert.False(t, hasWord("fpu constant_tsc_x", "constant_tsc"))
 	assert.Equal(t, "fpu tsc", fieldOf([]byte("model : x\nflags\t\t: fpu tsc\n"), "flags"))
 }
+
+// TestWallAt checks that wallAt gives the wall time of the nanotime it is
+// given, not of the moment it is called: a goroutine stopped between a
+// trace's two clock readings, here for 50 ms, must not shift the file's
+// wall time of ts 0 by as much (merge aligns processes by it).
+func TestWallAt(t *testing.T) {
+	for _, pause := range []time.Duration{0, 50 * time.Millisecond} {
+		ns := nanotime()
+		time.Sleep(pause)
+		got := wallAt(ns)
+		n1 := nanotime()
+		now := time.Now()
+		n2 := nanotime()
+		want := now.Add(-time.Duration(n1 + (n2-n1)/2 - ns))
+		assert.InDelta(t, 0, got.Sub(want), float64(time.Millisecond), "after a pause of %v", pause)
+		assert.False(t, got.After(now), "after a pause of %v", pause)
+	}
+}

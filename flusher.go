@@ -65,12 +65,11 @@ type cursor struct {
 	head uint64 // published slots of l.read, as last loaded
 }
 
-// prepare readies f to encode r's lanes for sink s, with the options o,
-// in a trace that starts at wall. Its first step takes the anchor of ts 0,
-// close to wall, and it returns ts 0's nanotime.
-func (f *flusher) prepare(r *recorder, o *options, s sink, wall time.Time) (base int64) {
+// prepare readies f to encode r's lanes for sink s, with the options o.
+// Its first step takes the anchor of ts 0, and it returns ts 0's nanotime.
+func (f *flusher) prepare(r *recorder, o *options, s sink) (base int64) {
 	base = f.clock.start()
-	f.r, f.opts, f.base, f.wall = r, o, base, wall
+	f.r, f.opts, f.base, f.wall = r, o, base, wallAt(base)
 	f.batchLimit = batchBytes
 	f.traits = s.traits()
 	if f.traits.files != nil || f.traits.window {

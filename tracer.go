@@ -123,7 +123,7 @@ func newTracer(s sink, o options) (*Tracer, error) {
 	t.lanes.Store(&empty)
 	t.categories.Store(o.categories)
 	chooseClock() // first: it reads files, which must not come between the two clocks
-	t.base = t.flusher.prepare(&t.recorder, &t.opts, s, time.Now())
+	t.base = t.flusher.prepare(&t.recorder, &t.opts, s)
 	if err := t.flusher.writeHeader(); err != nil {
 		return nil, fmt.Errorf("tracer: writing trace header: %w", err)
 	}

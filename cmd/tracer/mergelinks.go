@@ -12,9 +12,12 @@ import (
 // client in another process carries the one it received as
 // "traceparent.in". Merge binds the two into an arrow with the format's
 // flow fields on the spans themselves, bind_id and flow_out or flow_in
-// (both viewers draw them, from slice to slice, with no flow event to
-// place in time): the bind id is the traceparent's parent id, the same at
-// both ends. An end whose other end is not among the files (a client
+// (drawn from slice to slice, with no flow event to place in time): the
+// bind id is the traceparent's parent id, the same at both ends. Perfetto
+// reads them on X and B events, chrome://tracing on X events alone, so a
+// request whose span at either end was written as a B (open across a
+// flush) has its arrow in Perfetto only; binding it with flow events
+// instead would need the span's phase at the other end, in another file. An end whose other end is not among the files (a client
 // elsewhere, or a server that was not traced) draws nothing; Perfetto
 // notes it as an info stat, chrome://tracing says nothing.
 
