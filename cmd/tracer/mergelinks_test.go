@@ -28,14 +28,15 @@ const httpServerEnv = "TRACER_CMD_HTTP_SERVER_CHILD"
 // the interval is written as a B and an E, not an X.
 const (
 	mergeFlushInterval = 20 * time.Millisecond
-	slowRequest        = 5 * mergeFlushInterval
+	slowRequest        = 10 * mergeFlushInterval
 )
 
 // TestHTTPServerChild is the server process of TestMergeBindsHTTP: it
 // traces a server on 127.0.0.1 into the file the variable names, prints
 // its address, and serves until its standard input closes. Request 0 is
 // slow before it answers (a B at both ends), request 1 after it has sent
-// its answer (an X at the client's end, a B at the server's).
+// its answer (a B at the server's end; an X at the client's, unless a
+// busy machine made it slow).
 func TestHTTPServerChild(t *testing.T) {
 	path := os.Getenv(httpServerEnv)
 	if path == "" {
@@ -155,8 +156,8 @@ func TestMergeBindsHTTP(t *testing.T) {
 	code, report, _ := runCmd("check", out)
 	assert.Equal(t, 0, code, report)
 
-	// The slow requests' spans are B events (TestHTTPServerChild), the
-	// others X events unless a busy machine made them slow too.
+	// The slow requests' spans are B events (TestHTTPServerChild); the
+	// others are X events unless a busy machine made them slow too.
 	phase := func(spans map[string]boundSpan, n string) any {
 		for _, s := range spans {
 			args := s.ev["args"].(map[string]any)
@@ -168,7 +169,6 @@ func TestMergeBindsHTTP(t *testing.T) {
 	}
 	assert.Equal(t, "B", phase(outs, "0"), "client span of request 0")
 	assert.Equal(t, "B", phase(ins, "0"), "server span of request 0")
-	assert.Equal(t, "X", phase(outs, "1"), "client span of request 1")
 	assert.Equal(t, "B", phase(ins, "1"), "server span of request 1")
 
 	// In both importers: an arrow per request, from a client span to a
