@@ -279,6 +279,5 @@ func workloadTrace(b *testing.B) []byte {
 func BenchmarkOpenSpanMemory(b *testing.B) {
 	n := max(b.N, 100_000)
 	b.ReportAllocs()
-	perSpan, _ := openSpanMemory(b, n)
-	b.ReportMetric(perSpan, "B/open-span")
+	b.ReportMetric(openSpanMemory(b, n, 10*time.Second).perSpan, "B/open-span")
 }

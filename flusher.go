@@ -271,12 +271,9 @@ merge:
 				f.names.note(h, c.l.read.slots[c.l.pos+1:c.l.pos+h.slots()])
 			}
 			c.l.pos += f.take(c, h, cut)
-			if len(f.enc.buf) >= f.batchLimit {
-				f.send()
-				if !f.startBatch(block) {
-					complete = false
-					break merge
-				}
+			if f.full() && !f.nextBatch(block) {
+				complete = false
+				break merge
 			}
 		}
 	}
@@ -284,8 +281,10 @@ merge:
 		f.popKeptEnds(cut)
 		f.forgotten.Add(uint64(f.open.trim(f.r, maxOpenSpans)))
 		if !f.traits.window { // a flight recorder writes spans whole: see FlightRecorder
-			f.writeOldBegins(cut - int64(f.opts.flushInterval))
+			complete = f.writeOldBegins(cut-int64(f.opts.flushInterval), block)
 		}
+	}
+	if complete {
 		f.reportDrops(cut)
 		f.drainImported(block)
 		f.send()
@@ -437,6 +436,17 @@ func (f *flusher) nextCursor(cut int64) (best int, limit int64) {
 	return best, limit
 }
 
+// full reports whether the batch under way holds batchLimit bytes: time
+// for nextBatch. Apart, so that it inlines into the merge loop.
+func (f *flusher) full() bool { return len(f.enc.buf) >= f.batchLimit }
+
+// nextBatch queues the batch under way and starts the next, as startBatch
+// does; it returns false if it got none.
+func (f *flusher) nextBatch(block bool) bool {
+	f.send()
+	return f.startBatch(block)
+}
+
 // startBatch makes sure enc.buf belongs to a batch, taking a free one, and
 // reports whether it could: with block false it does not wait for one.
 // With rotation, a batch that passes the file's limit starts a new file.
@@ -583,7 +593,7 @@ func (f *flusher) close() error {
 		// signal or a panic), or were never ended: write them all as B
 		// events, however young, and say so.
 		f.reportNeverEnded()
-		f.writeOldBegins(math.MaxInt64)
+		f.writeOldBegins(math.MaxInt64, true)
 		f.appendEnd()
 		f.send()
 	}

@@ -223,15 +223,20 @@ func (f *flusher) writeAsync(st *anyState, start *slot, rest, endArgs []slot, at
 }
 
 // writeOldAsyncs writes the "b" of the SpanHandles off their stacks that
-// started before before, so that a crash shows them.
-func (f *flusher) writeOldAsyncs(before int64) {
+// started before before, so that a crash shows them, queueing each full
+// batch; it returns false if it needed a batch and got none.
+func (f *flusher) writeOldAsyncs(before int64, block bool) bool {
 	for _, st := range f.open.anys.asyncs {
 		if !st.written && st.start.at() < before {
+			if f.full() && !f.nextBatch(block) {
+				return false
+			}
 			st.written, st.batch, st.off = true, f.batch, len(f.enc.buf)
 			f.enc.anyAsync(&st.start, st.rest, nil, 'b', st.start.at())
 			f.pending++
 		}
 	}
+	return true
 }
 
 // unwriteAsyncs forgets the "b" events of SpanHandles off their stacks

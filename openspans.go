@@ -21,15 +21,17 @@ import (
 
 // maxOpenSpans bounds the open spans the flusher remembers: a server with a
 // million slow requests in flight keeps every one. An open span costs
-// about 190 bytes with its token (its start, its goroutine's entry in the
-// table, and the token, 48 bytes: see spantoken.go; TestMillionOpenSpans
-// holds it under 200), 32 bytes more for each arg slot, so the bound is
-// about 200 MB. A goroutine that exits
-// inside a span it never ended leaves the start here for good, and a
-// program that does that often would otherwise grow this table without
-// limit. Past the bound,
-// the flusher forgets the goroutines whose newest open span is oldest (a
-// dead goroutine's only gets older) until a quarter of the table is free.
+// about 200 bytes with its token, whether its B event is written or not:
+// its start (64), its goroutine's stack (24) and entry in the table (about
+// 42 at a million), the token (48: see spantoken.go) and the heap's
+// rounding; 188-205 measured in processes of their own, which
+// TestMillionOpenSpans holds under 220. Each arg slot takes 32 bytes
+// more, so the bound is about 210 MB. A goroutine that exits inside a
+// span it never ended leaves the start here for good, and a program that
+// does that often would otherwise grow this table without limit. Past the
+// bound, the flusher forgets the goroutines whose newest open span is
+// oldest (a dead goroutine's only gets older) until a quarter of the table
+// is free.
 // Each forgotten span is an event that will not be written, its B or its
 // E, and is counted in Stats.Forgotten and the tracer.dropped counter;
 // its end, should it still come, is counted in Stats.Unmatched.
@@ -137,10 +139,15 @@ func (f *flusher) writeBegins(s []openSpan, before int64) {
 		if o.start.at() >= before {
 			return
 		}
-		o.written, o.batch, o.off = true, f.batch, int32(len(f.enc.buf))
-		f.enc.begin(&o.start, o.rest())
-		f.pending++
+		f.writeBegin(o)
 	}
+}
+
+// writeBegin writes o's B event, and notes where.
+func (f *flusher) writeBegin(o *openSpan) {
+	o.written, o.batch, o.off = true, f.batch, int32(len(f.enc.buf))
+	f.enc.begin(&o.start, o.rest())
+	f.pending++
 }
 
 // pop pairs an end record, with the args given to the end, with its start. Spans above it in the stack are
@@ -197,12 +204,30 @@ func (f *flusher) pop(end *slot, endArgs []slot) {
 	f.endWaiting(end.gid(), s, end.at()) // and release s once empty
 }
 
-// writeOldBegins writes B events for every span open since before.
-func (f *flusher) writeOldBegins(before int64) {
+// writeOldBegins writes B events for every span open since before, and
+// "b" events for the SpanHandles off their stacks. Like a pass, it queues
+// each batch once it is full: a server with a million requests in flight
+// would otherwise make one batch of some hundred megabytes, which the
+// batch's buffer and the file sink's aligned copy of it would then keep
+// for good. It returns false if it needed a batch and got none (see
+// startBatch); the next pass goes on from there.
+func (f *flusher) writeOldBegins(before int64, block bool) bool {
 	for _, s := range f.open.stacks {
-		f.writeBegins(*s, before)
+		for i := range *s {
+			o := &(*s)[i]
+			if o.written {
+				continue
+			}
+			if o.start.at() >= before {
+				break // from the bottom up: see writeBegins
+			}
+			if f.full() && !f.nextBatch(block) {
+				return false
+			}
+			f.writeBegin(o)
+		}
 	}
-	f.writeOldAsyncs(before)
+	return f.writeOldAsyncs(before, block)
 }
 
 // appendBegins appends a B event for each open span, outermost first; with
