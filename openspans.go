@@ -24,7 +24,7 @@ import (
 // about 200 bytes with its token, whether its B event is written or not:
 // its start (64), its goroutine's stack (24) and entry in the table (about
 // 42 at a million), the token (48: see spantoken.go) and the heap's
-// rounding; 188-205 measured in processes of their own, which
+// rounding; 184-205 measured in processes of their own, which
 // TestMillionOpenSpans holds under 220. Each arg slot takes 32 bytes
 // more, so the bound is about 210 MB. A goroutine that exits inside a
 // span it never ended leaves the start here for good, and a program that

@@ -150,7 +150,7 @@ func TestOutOfOrderEnds(t *testing.T) {
 
 // TestMillionOpenSpans: a tracer holds a million open spans, as a server
 // whose goroutines exit inside spans they never end leaves them, without
-// forgetting any, at the documented cost of at most 220 bytes each (188-205
+// forgetting any, at the documented cost of at most 220 bytes each (184-205
 // measured): the flusher's table, the start it copied out of the ring, and
 // the span's token (BenchmarkOpenSpanMemory reports the figure). Both with spans
 // younger than the flush interval, which wait in the table, and with
