@@ -165,7 +165,7 @@ func TestMillionOpenSpans(t *testing.T) {
 		name     string
 		interval time.Duration
 	}{
-		{"waiting", 10 * time.Second},
+		{"waiting", 10 * time.Second}, // the longest interval: no pass writes a B
 		{"written", 10 * time.Millisecond},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
