@@ -150,13 +150,13 @@ func TestOutOfOrderEnds(t *testing.T) {
 
 // TestMillionOpenSpans: a tracer holds a million open spans, as a server
 // whose goroutines exit inside spans they never end leaves them, without
-// forgetting any, at the documented cost of at most 220 bytes each (184-205
-// measured): the flusher's table, the start it copied out of the ring, and
-// the span's token (BenchmarkOpenSpanMemory reports the figure). Both with spans
-// younger than the flush interval, which wait in the table, and with
-// spans older, whose B events are written: a server's slow requests. Each
-// case is measured in a process of its own, whose heap no other test has
-// shaped.
+// forgetting any, at the documented cost of at most 220 bytes each
+// (184-205 measured): the flusher's table, the start it copied out of the
+// ring, and the span's token (BenchmarkOpenSpanMemory reports the
+// figure). Both with spans younger than the flush interval, which wait in
+// the table, and with spans older, whose B events are written: a server's
+// slow requests. Each case is measured in a process of its own, whose
+// heap no other test has shaped.
 func TestMillionOpenSpans(t *testing.T) {
 	if raceEnabled || testing.Short() {
 		t.Skip("a million goroutines: slow under the race detector")
