@@ -78,10 +78,7 @@ func (k *keeper) Slice(s *Slice) error {
 // what they did when the Sink had the row.
 func TestNodeReuse(t *testing.T) {
 	dir := t.TempDir()
-	recorded := filepath.Join(dir, "recorded.json")
-	writeTrace(t, recorded)
-	hand := filepath.Join(dir, "hand.json")
-	require.NoError(t, os.WriteFile(hand, []byte(handWritten), 0o644))
+	recorded, hand := writeSamples(t, dir)
 	base := filepath.Join(dir, "rot.json")
 	tr, err := tracer.New(base, tracer.WithMaxFileSize(16<<10))
 	require.NoError(t, err)

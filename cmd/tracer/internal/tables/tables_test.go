@@ -131,6 +131,15 @@ func writeTrace(t *testing.T, path string) {
 	require.NoError(t, tr.Close())
 }
 
+// writeSamples writes, in dir, a trace the tracer package recorded (see
+// writeTrace) and the handWritten one, and returns their paths.
+func writeSamples(t *testing.T, dir string) (recorded, hand string) {
+	recorded, hand = filepath.Join(dir, "recorded.json"), filepath.Join(dir, "hand.json")
+	writeTrace(t, recorded)
+	require.NoError(t, os.WriteFile(hand, []byte(handWritten), 0o644))
+	return recorded, hand
+}
+
 // handWritten is a trace in start order, as other producers write it:
 // B/E pairs, X events written as they begin, an instant at a slice's
 // end (not its child), a B never ended; on tid 3, siblings that come
@@ -168,10 +177,7 @@ const handWritten = `[
 // parents) and one in start order.
 func TestSlicesMatchTraceProcessor(t *testing.T) {
 	dir := t.TempDir()
-	recorded := filepath.Join(dir, "recorded.json")
-	writeTrace(t, recorded)
-	hand := filepath.Join(dir, "hand.json")
-	require.NoError(t, os.WriteFile(hand, []byte(handWritten), 0o644))
+	recorded, hand := writeSamples(t, dir)
 
 	service := filepath.Join(dir, "service.json")
 	require.NoError(t, os.WriteFile(service, endOrdered(4, 500), 0o644))
