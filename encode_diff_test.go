@@ -197,6 +197,46 @@ func TestEncoderMatchesReference(t *testing.T) {
 	}
 }
 
+// TestCompleteShortMatchesReference holds the X events of the common shape
+// (no category, number args), which complete writes in one go
+// (completeShort), to the reference encoder's bytes, around each limit of
+// that path: names and keys of every length about the size of a
+// jsonenc.Short, escaped or not, durations about the 10µs of Micros's
+// short form, times across milliseconds, and goroutine ids of every size.
+func TestCompleteShortMatchesReference(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	const base = 12345
+	enc := newEncoder(processID, base)
+	ref := refEncoder{pid: processID, base: base}
+	var strs []string
+	for n := range jsonenc.ShortMax + 8 {
+		strs = append(strs, strings.Repeat("n", n), strings.Repeat("n", max(n-1, 0))+`"`)
+	}
+	durs := []int64{0, 1, 999, 1000, 9_999, 10_000, 10_001, 999_999, 1e6, 1 << 40, -1, -10_000}
+	gids := []uint64{1, 9, 10, 4242, 1<<40 - 1}
+	at := int64(base + 999_000)
+	for i := range 40_000 {
+		e := diffEvent{k: kindSpan, name: strs[rng.IntN(len(strs))], gid: gids[rng.IntN(len(gids))],
+			at: at, dur: durs[rng.IntN(len(durs))]}
+		at += rng.Int64N(2000)
+		for range rng.IntN(4) {
+			key := strs[rng.IntN(len(strs))]
+			if rng.IntN(2) == 0 {
+				e.args = append(e.args, Int64(key, rng.Int64()-math.MaxInt64/2))
+			} else {
+				e.args = append(e.args, Uint64(key, rng.Uint64()>>rng.IntN(64)))
+			}
+		}
+		recs := refRecordsOf(e)
+		start, end := splitEndArgs(rng, e)
+		s := slotsOf(start)
+		enc.buf, ref.buf = enc.buf[:0], ref.buf[:0]
+		enc.complete(&s[0], s[1:], end, e.dur)
+		ref.complete(&recs[0], recs[1:], e.dur)
+		require.Equal(t, string(ref.buf), string(enc.buf), "event %d: %+v", i, e)
+	}
+}
+
 // splitEndArgs returns e with its args cut in two at random, and the
 // slots of the second part, as record lays out the args given to a span's
 // end. Only a tail of plain args moves: Category and Namespace belong to the

@@ -29,6 +29,17 @@ func Micros(b []byte, ns int64) []byte {
 		b = append(b, '-')
 		u = -u
 	}
+	if u < 10_000 { // under 10µs: most spans of a tight loop
+		l := len(b)
+		b = grow(b, 5)[:l+5]
+		d := b[l : l+5 : l+5]
+		d[0], d[1] = byte('0'+u/1000), '.'
+		frac := u % 1000
+		d[2] = byte('0' + frac/100)
+		r := frac % 100 * 2
+		d[3], d[4] = digitPairs[r], digitPairs[r+1]
+		return b
+	}
 	us, frac := u/1000, u%1000
 	b = Uint(b, us)
 	l := len(b)
@@ -77,9 +88,66 @@ func Int(b []byte, v int64) []byte {
 // grow returns b with room for n more bytes.
 func grow(b []byte, n int) []byte {
 	if cap(b)-len(b) < n {
-		b = slices.Grow(b, n)
+		b = more(b, n)
 	}
 	return b
+}
+
+// more is grow's slow path, out of line so that grow costs its callers a
+// comparison.
+//
+//go:noinline
+func more(b []byte, n int) []byte { return slices.Grow(b, n) }
+
+// ShortMax is the most bytes a Short holds.
+const ShortMax = 64
+
+// A Short is a piece of JSON of up to ShortMax bytes kept in an array of
+// that size, for the pieces an encoder writes again and again: a name with
+// the fields around it, a pid and tid, an arg's key. Append copies the
+// whole array, which the compiler does with a few vector moves, where
+// append of a slice of a few dozen bytes calls memmove and costs several
+// times as much. Its zero value holds nothing.
+type Short struct {
+	b [ShortMax]byte
+	n uint8
+}
+
+// ShortOf returns a Short holding p, which must fit.
+func ShortOf(p string) Short {
+	var s Short
+	if !s.Set([]byte(p)) {
+		panic("jsonenc: ShortOf: longer than ShortMax")
+	}
+	return s
+}
+
+// Set makes s hold p and reports whether it fits; if not, s is unchanged.
+func (s *Short) Set(p []byte) bool {
+	if len(p) > ShortMax {
+		return false
+	}
+	copy(s.b[:], p)
+	s.n = uint8(len(p))
+	return true
+}
+
+// Len returns how many bytes s holds.
+func (s *Short) Len() int { return int(s.n) }
+
+// Append appends what s holds to b.
+func (s *Short) Append(b []byte) []byte {
+	l := len(b)
+	b = grow(b, ShortMax)
+	return b[:s.Put(b[:cap(b)], l)]
+}
+
+// Put writes what s holds into b at i and returns the index after it. It
+// writes the whole array, past the end of what s holds, so b must be at
+// least i+ShortMax long; what follows overwrites the extra bytes.
+func (s *Short) Put(b []byte, i int) int {
+	*(*[ShortMax]byte)(b[i : i+ShortMax]) = s.b
+	return i + int(s.n)
 }
 
 // decimalLen returns the number of decimal digits of u.
@@ -219,7 +287,7 @@ func Duration(b []byte, d time.Duration) []byte {
 // arithmetic. Its zero value is ready to use.
 type Timestamps struct {
 	start  uint64 // the first nanosecond of the millisecond digits holds
-	digits []byte // its digits; none before the first time written
+	digits Short  // its digits; none before the first time written
 }
 
 // Append appends ns as Micros does.
@@ -228,17 +296,18 @@ func (t *Timestamps) Append(b []byte, ns int64) []byte {
 		return Micros(b, ns) // negative, or in the first millisecond: no leading digits to keep
 	}
 	rest := uint64(ns) - t.start
-	if rest >= 1e6 || len(t.digits) == 0 {
+	if rest >= 1e6 || t.digits.n == 0 {
 		ms := uint64(ns) / 1e6
-		t.digits = Uint(t.digits[:0], ms)
+		var d [20]byte
+		t.digits.Set(Uint(d[:0], ms))
 		t.start = ms * 1e6
 		rest = uint64(ns) - t.start
 	}
-	b = append(b, t.digits...)
+	b = grow(b, ShortMax+7)
+	l := t.digits.Put(b[:cap(b)], len(b))
+	b = b[:l+7]
 	r32 := uint32(rest)
 	us, frac := r32/1000, r32%1000
-	l := len(b)
-	b = grow(b, 7)[:l+7]
 	d := b[l : l+7 : l+7]
 	d[0] = byte('0' + us/100)
 	r := us % 100 * 2
