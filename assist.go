@@ -21,6 +21,14 @@ package tracer
 //     goroutine encodes if it can and otherwise waits for the writer or
 //     the encoder to free a chunk. Waiting parks the goroutine, which gives
 //     its P to the writer or the flusher if they were starved of one.
+//   - The buffers have a soft mark below the limit (softChunks). Past it
+//     they grow only while the sink is behind (writer.behind); while it
+//     keeps up, recording waits at the mark as it would at the limit. A
+//     loop that records faster than one core encodes then waits for the
+//     encoder a little sooner, where it would fill the buffers with fresh
+//     memory, a page fault each 4 KiB, and leave the larger backlog to
+//     Close, read back from RAM rather than cache; the memory past the
+//     mark is what absorbs a sink that is slow.
 //
 // Events are dropped only when the buffers are full and the sink is
 // stalled: a write has not returned for stallAfter. In lossless mode
@@ -32,6 +40,10 @@ package tracer
 // spans, still in the core's cache.
 const assistChunks = 8
 
+// softChunks is the buffers' soft mark, in chunks: 4 MiB, or four chunks
+// a lane with many Ps, and never above the limit.
+func softChunks(limit, lanes int) int { return min(limit, max(64, 4*lanes)) }
+
 // wakeChunks is how many sealed chunks wait before the flusher is woken.
 const wakeChunks = 2
 
@@ -40,6 +52,7 @@ const wakeChunks = 2
 // once per chunk, never per event.
 type helper interface {
 	assist()           // encodes what it can, unless a pass is under way
+	sinkBehind() bool  // the sink is slower than the encoder now
 	sinkStalled() bool // a write has not returned for stallAfter
 	isClosed() bool    // Close's last pass is over: see keepEnd
 }
@@ -67,7 +80,7 @@ func (r *recorder) waitForChunk() *chunk {
 	for {
 		r.helper.assist()
 		ch := r.progress.arm()
-		if c := r.pool.get(r.laneCount(), 0); c != nil {
+		if c := r.pool.get(r.laneCount(), 0, r.helper.sinkBehind()); c != nil {
 			r.progress.disarm()
 			return c
 		}
@@ -75,7 +88,7 @@ func (r *recorder) waitForChunk() *chunk {
 			// The writer or the flusher itself: waiting would wait for
 			// itself (see reentry.go). Take from the reserve, or drop.
 			r.progress.disarm()
-			return r.pool.get(r.laneCount(), ownReserveChunks)
+			return r.pool.get(r.laneCount(), ownReserveChunks, true)
 		}
 		if !r.recording.Load() || (!r.lossless && r.helper.sinkStalled()) {
 			r.progress.disarm()

@@ -135,6 +135,9 @@ func (f *flusher) assist() {
 // sinkStalled reports whether a write has not returned for stallAfter.
 func (f *flusher) sinkStalled() bool { return f.out.stalled() }
 
+// sinkBehind reports whether the sink is slower than the encoder now.
+func (f *flusher) sinkBehind() bool { return f.out.behind() }
+
 // writeHeader writes the opening of the file: "[" and the process metadata
 // with the wall-clock time of ts 0. Perfetto
 // recognises a JSON trace only once it sees `[{"`, so this goes out at once.

@@ -71,9 +71,11 @@ func defaultOptions() options {
 // WithBufferLimit sets the most memory, in bytes, that events waiting to
 // be encoded take, DefaultBufferLimit unless set. The buffers grow in 64
 // KiB chunks as a burst needs them and give the memory back after it; each
-// P that records holds one chunk, whatever the limit. When they are full,
-// recording waits for the flusher and the sink to make room (see
-// WithLossless for when it drops instead).
+// P that records holds one chunk, whatever the limit. Past 4 MiB they grow
+// only while the sink is slower than the encoder: a loop that records
+// faster than the encoder waits for it there, rather than filling fresh
+// memory. When they are full, recording waits for the flusher and the
+// sink to make room (see WithLossless for when it drops instead).
 func WithBufferLimit(bytes int) Option {
 	return optionFunc(func(o *options) error {
 		if bytes < chunkBytes || bytes > 1<<40 {

@@ -228,7 +228,7 @@ func (r *recorder) refill(p int, n uint64, end bool) bool {
 		r.addLane(p)
 		return true
 	}
-	c := r.pool.get(r.laneCount(), 0)
+	c := r.pool.get(r.laneCount(), 0, r.helper.sinkBehind())
 	if c == nil {
 		if c = r.waitForChunk(); c == nil {
 			switch {
@@ -301,10 +301,11 @@ type chunkPool struct {
 }
 
 // get returns a chunk with nothing in it, or nil if the pool is at its
-// limit. The limit is raised to two chunks more than there are lanes, so
-// that every P can hold a chunk while the flusher reads a full one, and
-// by reserve more for the tracer's own goroutines (see reentry.go).
-func (cp *chunkPool) get(lanes, reserve int) *chunk {
+// limit, or at its soft mark unless grow (see softChunks). The limit is
+// raised to two chunks more than there are lanes, so that every P can
+// hold a chunk while the flusher reads a full one, and by reserve more for
+// the tracer's own goroutines (see reentry.go).
+func (cp *chunkPool) get(lanes, reserve int, grow bool) *chunk {
 	cp.mu.Lock()
 	if n := len(cp.free); n > 0 {
 		c := cp.free[n-1]
@@ -320,7 +321,11 @@ func (cp *chunkPool) get(lanes, reserve int) *chunk {
 		c.next.Store(nil)
 		return c
 	}
-	if cp.count >= max(cp.limit, lanes+2)+reserve {
+	limit := cp.limit
+	if !grow {
+		limit = softChunks(limit, lanes)
+	}
+	if cp.count >= max(limit, lanes+2)+reserve {
 		cp.mu.Unlock()
 		return nil
 	}

@@ -97,6 +97,23 @@ func (w *writer) stalled() bool {
 	return since != 0 && nanotime()-since > int64(stallAfter)
 }
 
+// behind reports whether the sink is slower than the encoder now: a write
+// has been under way for over slowWrite. Recording then grows the buffers
+// past their soft mark (see assist.go). A full queue alone does not count:
+// with more goroutines recording than there are Ps, it means the writer
+// is short of CPU time, which recording that waits gives it. A writer
+// descheduled inside a write for that long counts, and the buffers grow as
+// they did before there was a mark.
+func (w *writer) behind() bool {
+	since := w.busySince.Load()
+	return since != 0 && nanotime()-since > int64(slowWrite)
+}
+
+// slowWrite is how long a write may take before the sink counts as
+// behind: a batch (256 KiB) takes 0.1-0.2 ms to reach the page cache on
+// the build VM.
+const slowWrite = time.Millisecond
+
 // writeHead writes the head of the trace, before the writer goroutine
 // starts.
 func (w *writer) writeHead(p []byte) (int, error) { return w.sink.Write(p) }
