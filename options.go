@@ -72,9 +72,9 @@ func defaultOptions() options {
 // be encoded take, DefaultBufferLimit unless set. The buffers grow in 64
 // KiB chunks as a burst needs them and give the memory back after it; each
 // P that records holds one chunk, whatever the limit. Past 4 MiB they grow
-// only while the sink is slower than the encoder: a loop that records
+// only once a write to the sink has taken over 50 ms: a loop that records
 // faster than the encoder waits for it there, rather than filling fresh
-// memory. When they are full, recording waits for the flusher and the
+// memory, and a stalled sink still has the whole limit to fill. When they are full, recording waits for the flusher and the
 // sink to make room (see WithLossless for when it drops instead).
 func WithBufferLimit(bytes int) Option {
 	return optionFunc(func(o *options) error {

@@ -110,9 +110,11 @@ func (w *writer) behind() bool {
 }
 
 // slowWrite is how long a write may take before the sink counts as
-// behind: a batch (256 KiB) takes 0.1-0.2 ms to reach the page cache on
-// the build VM.
-const slowWrite = time.Millisecond
+// behind. A batch (256 KiB) takes 0.1-0.2 ms to reach the page cache on
+// the build VM, but a writer whose write returned waits for a P behind
+// the goroutines that record, and with 8 goroutines in a tight loop on 2
+// Ps that wait made writes seem to last over 5 ms (not 20 ms).
+const slowWrite = 50 * time.Millisecond
 
 // writeHead writes the head of the trace, before the writer goroutine
 // starts.
