@@ -260,8 +260,9 @@ func (e *encoder) complete(h *slot, rest, endArgs []slot, dur int64) {
 }
 
 // spanRoom is the spare capacity completeShort makes before an event:
-// enough for its head (a Short), the timestamp (27 bytes at most), the
-// duration (7 and 26), and the Short of the pid and tid after them.
+// enough for its head (a Short), the timestamp (a Short of its
+// millisecond's digits and 7 bytes), the duration (7 and 26), and the
+// Short of the pid and tid after them.
 const spanRoom = 4 * jsonenc.ShortMax
 
 // completeShort appends what complete would for the X event of the most
@@ -284,9 +285,18 @@ func (e *encoder) completeShort(h *slot, rest, endArgs []slot, dur int64) bool {
 	if cap(b)-len(b) < spanRoom {
 		b = slices.Grow(b, spanRoom)
 	}
-	b = b[:c.head.Put(b[:cap(b)], len(b))]
-	b = e.ts.Append(b, h.at()-e.base)
-	b = jsonenc.Micros(append(b, ',', '"', 'd', 'u', 'r', '"', ':'), dur)
+	i := c.head.Put(b[:cap(b)], len(b))
+	if j, ok := e.ts.Put(b[:cap(b)], i, h.at()-e.base); ok {
+		b = b[:j]
+	} else {
+		b = e.ts.Append(b[:i], h.at()-e.base)
+	}
+	b = append(b, ',', '"', 'd', 'u', 'r', '"', ':')
+	if 0 <= dur && dur < 10_000 {
+		b = b[:jsonenc.PutMicros(b[:cap(b)], len(b), uint32(dur))]
+	} else {
+		b = jsonenc.Micros(b, dur)
+	}
 	tid := h.gid()
 	if e.names != nil {
 		e.names.see(tid)

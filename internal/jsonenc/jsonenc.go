@@ -30,15 +30,8 @@ func Micros(b []byte, ns int64) []byte {
 		u = -u
 	}
 	if u < 10_000 { // under 10µs: most spans of a tight loop
-		l := len(b)
-		b = grow(b, 5)[:l+5]
-		d := b[l : l+5 : l+5]
-		d[0], d[1] = byte('0'+u/1000), '.'
-		frac := u % 1000
-		d[2] = byte('0' + frac/100)
-		r := frac % 100 * 2
-		d[3], d[4] = digitPairs[r], digitPairs[r+1]
-		return b
+		b = grow(b, 5)
+		return b[:PutMicros(b[:cap(b)], len(b), uint32(u))]
 	}
 	us, frac := u/1000, u%1000
 	b = Uint(b, us)
@@ -295,26 +288,49 @@ func (t *Timestamps) Append(b []byte, ns int64) []byte {
 	if ns < 1e6 {
 		return Micros(b, ns) // negative, or in the first millisecond: no leading digits to keep
 	}
-	rest := uint64(ns) - t.start
-	if rest >= 1e6 || t.digits.n == 0 {
+	if rest := uint64(ns) - t.start; rest >= 1e6 || t.digits.n == 0 {
 		ms := uint64(ns) / 1e6
 		var d [20]byte
 		t.digits.Set(Uint(d[:0], ms))
 		t.start = ms * 1e6
-		rest = uint64(ns) - t.start
 	}
 	b = grow(b, ShortMax+7)
-	l := t.digits.Put(b[:cap(b)], len(b))
-	b = b[:l+7]
-	r32 := uint32(rest)
-	us, frac := r32/1000, r32%1000
-	d := b[l : l+7 : l+7]
+	i, _ := t.Put(b[:cap(b)], len(b), ns)
+	return b[:i]
+}
+
+// Put writes ns as Append does, into b at i, if ns is in the millisecond
+// of the last time written, and returns the index after it; b must have
+// ShortMax+7 bytes of room past i. Otherwise it writes nothing and
+// returns i, false: Append writes the other times.
+func (t *Timestamps) Put(b []byte, i int, ns int64) (int, bool) {
+	rest := uint64(ns) - t.start
+	if rest >= 1e6 || ns < 1e6 || t.digits.n == 0 {
+		return i, false
+	}
+	i = t.digits.Put(b, i)
+	d := b[i : i+7 : i+7]
+	r := uint32(rest)
+	us, frac := r/1000, r%1000
 	d[0] = byte('0' + us/100)
-	r := us % 100 * 2
-	d[1], d[2] = digitPairs[r], digitPairs[r+1]
+	p := us % 100 * 2
+	d[1], d[2] = digitPairs[p], digitPairs[p+1]
 	d[3] = '.'
 	d[4] = byte('0' + frac/100)
-	r = frac % 100 * 2
-	d[5], d[6] = digitPairs[r], digitPairs[r+1]
-	return b
+	p = frac % 100 * 2
+	d[5], d[6] = digitPairs[p], digitPairs[p+1]
+	return i + 7, true
+}
+
+// PutMicros writes the nanoseconds ns, 0 <= ns < 10,000, as Micros does,
+// into b at i, which must have room for 5 bytes, and returns the index
+// after them.
+func PutMicros(b []byte, i int, ns uint32) int {
+	d := b[i : i+5 : i+5]
+	d[0], d[1] = byte('0'+ns/1000), '.'
+	frac := ns % 1000
+	d[2] = byte('0' + frac/100)
+	p := frac % 100 * 2
+	d[3], d[4] = digitPairs[p], digitPairs[p+1]
+	return i + 5
 }
