@@ -25,9 +25,11 @@ package tracer
 //     they grow only while the sink is behind (writer.behind); while it
 //     keeps up, recording waits at the mark as it would at the limit. A
 //     loop that records faster than one core encodes then waits for the
-//     encoder a little sooner, where it would fill the buffers with fresh
-//     memory, a page fault each 4 KiB, and leave the larger backlog to
-//     Close, read back from RAM rather than cache; the memory past the
+//     encoder sooner, where it would fill the buffers with fresh memory
+//     (a page fault each 4 KiB, the records read back from RAM rather
+//     than cache) and leave a larger backlog to Close. That is 4 MiB of
+//     buffers where there were 32, and a short traced program ends
+//     sooner (docs/performance.md has the figures); the memory past the
 //     mark is what absorbs a sink that is slow.
 //
 // Events are dropped only when the buffers are full and the sink is

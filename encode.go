@@ -98,12 +98,11 @@ type cachedString struct {
 	esc []byte // the JSON string, quotes included
 
 	// As an event's name: `{"name":NAME,"ph":"P","ts":` for the phase P
-	// it was last used with and no category, the start of most events.
-	// As an arg's key: the JSON string and a colon. Either only if short
-	// enough.
+	// it was last used with and no category, the start of most events;
+	// headPh is 0 if none is kept, or if it does not fit a Short.
 	head   jsonenc.Short
 	headPh byte
-	key    jsonenc.Short
+	key    jsonenc.Short // as an arg's key: the JSON string and a colon, if it fits
 }
 
 // appendCached appends the string held by s (its n and p) as JSON.
@@ -132,20 +131,23 @@ func (e *encoder) cached(s *slot) *cachedString {
 // setHead makes c's head the start of an event of phase ph, and reports
 // whether it fits a Short.
 func (e *encoder) setHead(c *cachedString, ph byte) bool {
-	var head [jsonenc.ShortMax]byte
 	c.headPh = 0
-	h := append(append(append(head[:0], `{"name":`...), c.esc...), phaseTs[ph]...)
-	if len(h) > len(head) || !c.head.Set(h) {
+	if len(`{"name":`)+len(c.esc)+len(phaseTs[ph]) > jsonenc.ShortMax {
 		return false
 	}
+	var head [jsonenc.ShortMax]byte
+	c.head.Set(append(append(append(head[:0], `{"name":`...), c.esc...), phaseTs[ph]...))
 	c.headPh = ph
 	return true
 }
 
 // setKey makes c's key, and reports whether it fits a Short.
 func (e *encoder) setKey(c *cachedString) bool {
+	if len(c.esc)+len(":") > jsonenc.ShortMax {
+		return false
+	}
 	var key [jsonenc.ShortMax]byte
-	return len(c.esc) < len(key) && c.key.Set(append(append(key[:0], c.esc...), ':'))
+	return c.key.Set(append(append(key[:0], c.esc...), ':'))
 }
 
 // appendCachedString is appendCached for a string held elsewhere.
@@ -435,9 +437,10 @@ func (e *encoder) appendTid(b []byte, tid uint64) []byte {
 	}
 	c := &e.tids[tid%tidCacheSize]
 	if c.tid != tid || c.f.Len() == 0 {
-		var f [64]byte
+		var f [jsonenc.ShortMax]byte
 		if !c.f.Set(jsonenc.Uint(append(f[:0], e.pidTid...), tid)) {
-			return jsonenc.Uint(append(b, e.pidTid...), tid) // not with a 64-bit pid and tid
+			// Not with ShortMax 64: the fragment takes 54 bytes at most.
+			return jsonenc.Uint(append(b, e.pidTid...), tid)
 		}
 		c.tid = tid
 	}

@@ -74,8 +74,9 @@ func defaultOptions() options {
 // P that records holds one chunk, whatever the limit. Past 4 MiB they grow
 // only once a write to the sink has taken over 50 ms: a loop that records
 // faster than the encoder waits for it there, rather than filling fresh
-// memory, and a stalled sink still has the whole limit to fill. When they are full, recording waits for the flusher and the
-// sink to make room (see WithLossless for when it drops instead).
+// memory, and a stalled sink still has the whole limit to fill. When they
+// are full, recording waits for the flusher and the sink to make room
+// (see WithLossless for when it drops instead).
 func WithBufferLimit(bytes int) Option {
 	return optionFunc(func(o *options) error {
 		if bytes < chunkBytes || bytes > 1<<40 {

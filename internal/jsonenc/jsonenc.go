@@ -81,16 +81,10 @@ func Int(b []byte, v int64) []byte {
 // grow returns b with room for n more bytes.
 func grow(b []byte, n int) []byte {
 	if cap(b)-len(b) < n {
-		b = more(b, n)
+		b = slices.Grow(b, n)
 	}
 	return b
 }
-
-// more is grow's slow path, out of line so that grow costs its callers a
-// comparison.
-//
-//go:noinline
-func more(b []byte, n int) []byte { return slices.Grow(b, n) }
 
 // ShortMax is the most bytes a Short holds.
 const ShortMax = 64
@@ -104,15 +98,6 @@ const ShortMax = 64
 type Short struct {
 	b [ShortMax]byte
 	n uint8
-}
-
-// ShortOf returns a Short holding p, which must fit.
-func ShortOf(p string) Short {
-	var s Short
-	if !s.Set([]byte(p)) {
-		panic("jsonenc: ShortOf: longer than ShortMax")
-	}
-	return s
 }
 
 // Set makes s hold p and reports whether it fits; if not, s is unchanged.

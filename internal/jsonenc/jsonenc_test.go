@@ -72,3 +72,34 @@ func FuzzTimestamps(f *testing.F) {
 		}
 	})
 }
+
+// TestShort checks that a Short holds what fits, refuses what does not,
+// and writes exactly what it holds.
+func TestShort(t *testing.T) {
+	var s Short
+	assert.True(t, s.Set([]byte(`"key":`)))
+	assert.False(t, s.Set([]byte(strings.Repeat("x", ShortMax+1))), "longer than ShortMax")
+	assert.Equal(t, `"key":`, string(s.Append(nil)), "unchanged by a Set that does not fit")
+	assert.True(t, s.Set([]byte(strings.Repeat("y", ShortMax))))
+	assert.Equal(t, "a"+strings.Repeat("y", ShortMax), string(s.Append([]byte("a"))))
+	b := make([]byte, 1+ShortMax)
+	assert.Equal(t, 1+ShortMax, s.Put(b, 1))
+	assert.Panics(t, func() { s.Put(b, 2) }, "less than ShortMax bytes of room")
+}
+
+// TestTimestampsPut checks that Put writes only a time in the millisecond
+// of the last one Append wrote, and writes it as Append does.
+func TestTimestampsPut(t *testing.T) {
+	var ts Timestamps
+	b := make([]byte, ShortMax+7)
+	_, ok := ts.Put(b, 0, 5_000_123)
+	assert.False(t, ok, "nothing written yet")
+	ts.Append(nil, 5_000_000)
+	n, ok := ts.Put(b, 0, 5_999_999)
+	assert.True(t, ok)
+	assert.Equal(t, string(Micros(nil, 5_999_999)), string(b[:n]))
+	for _, ns := range []int64{6_000_000, 4_999_999, 999_999, -1} {
+		_, ok := ts.Put(b, 0, ns)
+		assert.False(t, ok, "%d: outside the millisecond", ns)
+	}
+}
