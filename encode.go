@@ -300,13 +300,13 @@ func (e *encoder) completeShort(h *slot, rest, endArgs []slot, dur int64) bool {
 		b = jsonenc.Micros(b, dur)
 	}
 	tid := h.gid()
-	if e.names != nil {
-		e.names.see(tid)
-	}
 	if t := &e.tids[tid%tidCacheSize]; t.tid == tid && t.f.Len() != 0 {
+		if e.names != nil {
+			e.names.see(tid)
+		}
 		b = b[:t.f.Put(b[:cap(b)], len(b))]
 	} else {
-		b = e.appendTid(b, tid)
+		b = e.appendTid(b, tid) // tells e.names too
 	}
 	if len(rest) == 0 && len(endArgs) == 0 {
 		e.buf = append(b, '}', ',', '\n')
