@@ -131,11 +131,7 @@ func TestBuffersGrowAndShrink(t *testing.T) {
 	const limit = 64 * chunkBytes
 	tr := newTracerOn(t, s, WithBufferLimit(limit), WithFlushInterval(10*time.Millisecond))
 	defer tr.Close()
-	chunks := func() int {
-		tr.pool.mu.Lock()
-		defer tr.pool.mu.Unlock()
-		return tr.pool.count
-	}
+	chunks := func() int { return poolChunks(tr) }
 	s.stall()
 	// 60 chunks (two slots an event): the sink takes none of them, the
 	// writer's queue about 2 MiB of JSON (some 23 chunks' worth), and the
@@ -162,7 +158,7 @@ func TestBuffersStopAtTheSoftMark(t *testing.T) {
 		spans = 200_000
 	}
 	for _, goroutines := range []int{1, 8} {
-		t.Run(fmt.Sprint(goroutines, " goroutines"), func(t *testing.T) {
+		t.Run(fmt.Sprintf("goroutines=%d", goroutines), func(t *testing.T) {
 			if raceEnabled && goroutines > 1 {
 				// Slowed tenfold and one of ten goroutines on two Ps, the
 				// writer now and then waits for a P after a write for
@@ -211,6 +207,12 @@ func TestBuffersGrowPastTheSoftMarkForASlowSink(t *testing.T) {
 		spans = 160_000 // 10 MiB
 	}
 	s.stall()
+	released := false
+	defer func() {
+		if !released { // failed with the write held: let the goroutines end
+			s.release()
+		}
+	}()
 	var wg sync.WaitGroup
 	for range 4 {
 		wg.Go(func() {
@@ -223,6 +225,7 @@ func TestBuffersGrowPastTheSoftMarkForASlowSink(t *testing.T) {
 	require.Eventually(t, func() bool { return poolChunks(tr) > mark }, 20*time.Second, time.Millisecond,
 		"a write held for long: the buffers grow past %d chunks", mark)
 	s.release()
+	released = true
 	wg.Wait()
 	assert.LessOrEqual(t, poolChunks(tr), DefaultBufferLimit/chunkBytes+tr.laneCount()+2)
 	require.NoError(t, tr.Close())
