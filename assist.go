@@ -44,7 +44,7 @@ const assistChunks = 8
 
 // softChunks is the buffers' soft mark, in chunks: 4 MiB, or four chunks
 // a lane with many Ps, and never above the limit.
-func softChunks(limit, lanes int) int { return min(limit, max(64, 4*lanes)) }
+func softChunks(limit, lanes int) int { return min(limit, max(4<<20/chunkBytes, 4*lanes)) }
 
 // wakeChunks is how many sealed chunks wait before the flusher is woken.
 const wakeChunks = 2

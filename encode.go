@@ -269,14 +269,14 @@ const spanRoom = 4 * jsonenc.ShortMax
 
 // completeShort appends what complete would for the X event of the most
 // common shape, and reports whether it did: no category, no lanes, a name
-// and arg keys that fit the encoder's Shorts, number args. It writes the
-// same bytes as the general path in fewer steps: one function, the cached
-// pieces copied whole (jsonenc.Short.Put) into room made once, the fixed
-// ones byte by byte, where each piece of the general path is a call, an
-// append and a capacity check. BenchmarkEncoder measures it, and the
+// that fits the encoder's Shorts. It writes the same bytes as the general
+// path in fewer steps up to the args: one function, the cached pieces
+// copied whole (jsonenc.Short.Put) into room made once, the fixed ones
+// byte by byte, where each piece of the general path is a call, an append
+// and a capacity check. BenchmarkEncoder measures it, and the
 // differential and fuzz tests hold it to the reference encoder's bytes.
 func (e *encoder) completeShort(h *slot, rest, endArgs []slot, dur int64) bool {
-	if e.shared != nil || h.hasExtra() || !shortArgs(rest) || !shortArgs(endArgs) {
+	if e.shared != nil || h.hasExtra() {
 		return false
 	}
 	c := e.cached(h)
@@ -308,50 +308,8 @@ func (e *encoder) completeShort(h *slot, rest, endArgs []slot, dur int64) bool {
 	} else {
 		b = e.appendTid(b, tid) // tells e.names too
 	}
-	if len(rest) == 0 && len(endArgs) == 0 {
-		e.buf = append(b, '}', ',', '\n')
-		return true
-	}
-	b = append(b, ',', '"', 'a', 'r', 'g', 's', '"', ':', '{')
-	b = e.shortArgs(b, rest)
-	b = e.shortArgs(b, endArgs)
-	b[len(b)-1] = '}' // the last arg's comma
-	e.buf = append(b, '}', ',', '\n')
+	e.buf = e.appendArgs(b, rest, endArgs)
 	return true
-}
-
-// shortArgs reports whether completeShort can write the args in as:
-// numbers, whose keys it looks up as it writes them.
-func shortArgs(as []slot) bool {
-	for i := range as {
-		if k := as[i].argKind(); k != argInt && k != argUint {
-			return false
-		}
-	}
-	return true
-}
-
-// shortArgs appends the args in as, each followed by a comma, as
-// appendArgList does.
-func (e *encoder) shortArgs(b []byte, as []slot) []byte {
-	for i := range as {
-		a := &as[i]
-		if cap(b)-len(b) < jsonenc.ShortMax {
-			b = slices.Grow(b, jsonenc.ShortMax)
-		}
-		if c := e.cached(a); c != nil && (c.key.Len() != 0 || e.setKey(c)) {
-			b = b[:c.key.Put(b[:cap(b)], len(b))]
-		} else {
-			b = append(jsonenc.String(b, a.str()), ':')
-		}
-		if a.argKind() == argInt {
-			b = jsonenc.Int(b, int64(a.num))
-		} else {
-			b = jsonenc.Uint(b, a.num)
-		}
-		b = append(b, ',')
-	}
-	return b
 }
 
 // begin appends the B event of a span that started with h.
@@ -458,27 +416,34 @@ func (e *encoder) appendTail(b []byte, h *slot, rest []slot) []byte {
 func (e *encoder) appendArgs(b []byte, as, more []slot) []byte {
 	gid := e.gidArg
 	e.gidArg = 0
+	// The fixed pieces go byte by byte: appending a string constant is a
+	// call to memmove, which for a few bytes costs more than the stores.
 	if len(as) == 0 && len(more) == 0 && gid == 0 {
-		return append(b, "},\n"...)
+		return append(b, '}', ',', '\n')
 	}
-	b = append(b, `,"args":{`...)
+	b = append(b, ',', '"', 'a', 'r', 'g', 's', '"', ':', '{')
 	if gid != 0 { // drawn on a lane: say whose event it is
 		b = append(b, `"goroutine":`...)
 		b = append(jsonenc.Uint(b, gid), ',')
 	}
 	b = e.appendArgList(b, as)
-	b = e.appendArgList(b, more)
+	if len(more) > 0 {
+		b = e.appendArgList(b, more)
+	}
 	// Each arg ended with a comma: the last one ends the object instead.
 	b[len(b)-1] = '}'
-	return append(b, "},\n"...)
+	return append(b, '}', ',', '\n')
 }
 
 // appendArgList appends the args in as, each followed by a comma.
 func (e *encoder) appendArgList(b []byte, as []slot) []byte {
 	for i := 0; i < len(as); i++ {
 		a := &as[i]
+		if cap(b)-len(b) < jsonenc.ShortMax {
+			b = slices.Grow(b, jsonenc.ShortMax)
+		}
 		if c := e.cached(a); c != nil && (c.key.Len() != 0 || e.setKey(c)) {
-			b = c.key.Append(b)
+			b = b[:c.key.Put(b[:cap(b)], len(b))]
 		} else {
 			b = append(jsonenc.String(b, a.str()), ':')
 		}

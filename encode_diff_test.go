@@ -198,11 +198,12 @@ func TestEncoderMatchesReference(t *testing.T) {
 }
 
 // TestCompleteShortMatchesReference holds the X events of the common shape
-// (no category, number args), which complete writes in one go
+// (no category), which complete writes in one go up to the args
 // (completeShort), to the reference encoder's bytes, around each limit of
-// that path: names and keys of every length about the size of a
+// that path: names and arg keys of every length about the size of a
 // jsonenc.Short, escaped or not, durations about the 10µs of Micros's
 // short form, times across milliseconds, and goroutine ids of every size.
+// TestEncoderMatchesReference gives the same path every kind of arg.
 func TestCompleteShortMatchesReference(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	const base = 12345

@@ -17,9 +17,10 @@ import (
 // reads them on X and B events, chrome://tracing on X events alone, so a
 // request whose span at either end was written as a B (open across a
 // flush) has its arrow in Perfetto only; binding it with flow events
-// instead would need the span's phase at the other end, in another file. An end whose other end is not among the files (a client
-// elsewhere, or a server that was not traced) draws nothing; Perfetto
-// notes it as an info stat, chrome://tracing says nothing.
+// instead would need the span's phase at the other end, in another file.
+// An end whose other end is not among the files (a client elsewhere, or a
+// server that was not traced) draws nothing; Perfetto notes it as an info
+// stat, chrome://tracing says nothing.
 
 // linkEdits appends to edits those that bind ev, a span with a link arg,
 // to the other end of its link. chrome://tracing merges the args of the
