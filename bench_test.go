@@ -104,6 +104,32 @@ func BenchmarkEncode(b *testing.B) {
 	b.ReportMetric(float64(st.Bytes)/float64(st.Events), "bytes/event")
 }
 
+// BenchmarkPass times the flusher's pass alone, as a tight loop leaves
+// it work: bare spans of one goroutine recorded with the timer stopped,
+// then merged, paired and encoded into batches for a writer that
+// discards them. Its ns/op is the whole pass for a span; BenchmarkEncoder
+// is the encoding part of it.
+func BenchmarkPass(b *testing.B) {
+	const spans = 1000 // fits a chunk: the flusher goroutine is not woken
+	tr, err := NewWithWriter(io.Discard, WithFlushInterval(10*time.Second))
+	require.NoError(b, err)
+	defer tr.Close()
+	f := &tr.flusher
+	b.ReportAllocs()
+	b.StopTimer()
+	for done := 0; done < b.N; done += spans {
+		for range min(spans, b.N-done) {
+			tr.Span("decode")()
+		}
+		f.mu.Lock()
+		b.StartTimer()
+		f.pass(true)
+		b.StopTimer()
+		f.mu.Unlock()
+	}
+	require.Zero(b, tr.Stats().Dropped)
+}
+
 var (
 	benchCat      = Category("bench")
 	benchDisabled = Category("bench-disabled")

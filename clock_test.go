@@ -120,6 +120,13 @@ func TestTimebase(t *testing.T) {
 	t.Run("nanotime readings", func(t *testing.T) {
 		tb := steady()
 		assert.EqualValues(t, 123456, conv(tb, 123456|rawNanotime))
+		// With a wide segment cached, readings with a flag set are still
+		// no counter readings to convert (see quick).
+		tb.add(anchor{tick: 1 << 40, ns: 4e11})
+		conv(tb, 2000)
+		require.EqualValues(t, 1<<40-1000, tb.seg.width, "the segment of the conversion is cached")
+		assert.EqualValues(t, 123456, conv(tb, 123456|rawNanotime))
+		assert.EqualValues(t, 789, conv(tb, 789|rawDone))
 	})
 	for _, c := range []struct {
 		name string

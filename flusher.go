@@ -273,7 +273,7 @@ merge:
 			if f.names != nil && f.shared == nil { // with lanes, goroutines are no tracks
 				f.names.note(h, c.l.read.slots[c.l.pos+1:c.l.pos+h.slots()])
 			}
-			c.l.pos += f.take(c, h, cut)
+			c.l.pos += f.take(c, h, cut, limit)
 			if f.full() && !f.nextBatch(block) {
 				complete = false
 				break merge
@@ -304,7 +304,9 @@ func (f *flusher) peek(c *cursor) *slot {
 	for {
 		if l.pos < c.head {
 			h := &l.read.slots[l.pos]
-			f.clock.fix(h)
+			if !f.clock.quick(h) {
+				f.clock.fix(h)
+			}
 			return h
 		}
 		if l.read == nil {
@@ -339,8 +341,9 @@ func (f *flusher) dropsSoFar() uint64 {
 
 // take encodes the event whose head is h, at c's position, and returns how
 // many slots it used. A span start followed directly by its own end
-// becomes one X event and uses both.
-func (f *flusher) take(c *cursor, h *slot, cut int64) uint64 {
+// becomes one X event and uses both, and so do the spans of its goroutine
+// that follow it back to back (see takeRun).
+func (f *flusher) take(c *cursor, h *slot, cut, limit int64) uint64 {
 	l := c.l
 	n := h.slots()
 	rest := l.read.slots[l.pos+1 : l.pos+n]
@@ -353,35 +356,12 @@ func (f *flusher) take(c *cursor, h *slot, cut int64) uint64 {
 	}
 	switch h.kind() {
 	case kindSpan, kindBegin:
-		token := l.id<<32 | h.n>>32
 		if h.kind() == kindSpan {
-			if l.pos+n >= c.head {
-				c.head = loadAcquire(&l.read.head)
-			}
-			if l.pos+n < c.head {
-				// A freed token can be taken by another goroutine's span
-				// before the end that freed it is recorded: match the
-				// goroutine too.
-				next := &l.read.slots[l.pos+n]
-				f.clock.fix(next)
-				if next.kind() == kindEnd && next.n == token && next.gid() == h.gid() && next.at() < cut {
-					// The end's args follow it: published with it, as an
-					// event never straddles chunks.
-					en := next.slots()
-					var lane *sharedTrack
-					if f.shared != nil {
-						lane = f.momentaryLane(h)
-					}
-					f.enc.complete(h, rest, l.read.slots[l.pos+n+1:l.pos+n+en], next.at()-h.at())
-					f.pending++
-					if lane != nil {
-						f.shared.give(lane, next.at()) // busy until the span ends
-					}
-					return n + en
-				}
+			if used := f.takeRun(c, h, cut, limit); used > 0 {
+				return used
 			}
 		}
-		f.push(h, rest, token)
+		f.push(h, rest, l.id<<32|h.n>>32)
 	case kindEnd:
 		f.pop(h, rest)
 	case kindAnyBegin:
@@ -415,6 +395,76 @@ func (f *flusher) take(c *cursor, h *slot, cut int64) uint64 {
 		}
 	}
 	return n
+}
+
+// takeRun encodes as X events the span that starts with h, at c's
+// position, if its own end follows it directly, and then each span of
+// the same goroutine that follows back to back the same way, up to the
+// first event that is anything else or that the pass's loop would not
+// take yet: at or after cut, after limit, after a kept end that is due,
+// or once the batch is full. It returns the slots it used, 0 if h's end
+// does not follow it.
+//
+// It is the pass's loop for what a tight loop records: for these events
+// the rest of the loop (peek, the source's and the names' notes, take's
+// switch) does nothing but cost, as the goroutine is the one just named
+// and told. Each span is tested as take would test it alone.
+func (f *flusher) takeRun(c *cursor, h *slot, cut, limit int64) uint64 {
+	l := c.l
+	s := &l.read.slots
+	gid := h.gid()
+	start, pos := l.pos, l.pos
+	for {
+		n := h.slots()
+		e := pos + n // where its end must be
+		if e >= c.head {
+			if c.head = loadAcquire(&l.read.head); e >= c.head {
+				break
+			}
+		}
+		// A freed token can be taken by another goroutine's span before
+		// the end that freed it is recorded: match the goroutine too.
+		end := &s[e]
+		if !f.clock.quick(end) {
+			f.clock.fix(end)
+		}
+		if end.kind() != kindEnd || end.n != l.id<<32|h.n>>32 || end.gid() != gid || end.at() >= cut {
+			break
+		}
+		// The end's args follow it: published with it, as an event
+		// never straddles chunks.
+		en := end.slots()
+		var rest, endArgs []slot
+		if n > 1 {
+			rest = s[pos+1 : e]
+		}
+		if en > 1 {
+			endArgs = s[e+1 : e+en]
+		}
+		var lane *sharedTrack
+		if f.shared != nil {
+			lane = f.momentaryLane(h)
+		}
+		f.enc.complete(h, rest, endArgs, end.at()-h.at())
+		f.pending++
+		if lane != nil {
+			f.shared.give(lane, end.at()) // busy until the span ends
+		}
+		pos = e + en
+		if pos >= c.head || f.full() {
+			break
+		}
+		if h = &s[pos]; h.kind() != kindSpan || h.gid() != gid {
+			break
+		}
+		if !f.clock.quick(h) {
+			f.clock.fix(h)
+		}
+		if at := h.at(); at >= cut || at > limit || len(f.kept) > 0 && f.kept[0].at() <= at {
+			break
+		}
+	}
+	return pos - start
 }
 
 // nextCursor returns the cursor whose next event is the oldest one before
