@@ -88,7 +88,13 @@ func (t *Tracer) LongSpan(name string, args ...Arg) func(...Arg) {
 //
 //go:noinline
 func (t *Tracer) startSpan(name string, args []Arg) func(...Arg) {
-	if end := t.record(goroutineID(), kindSpan, 0, catScope{}, name, 0, args); end != nil {
+	var end func(...Arg)
+	if len(args) == 0 {
+		end = t.put(goroutineID(), kindSpan, 0, name, 0, 1, nil)
+	} else {
+		end = t.record(goroutineID(), kindSpan, 0, catScope{}, name, 0, args)
+	}
+	if end != nil {
 		return end
 	}
 	return nop

@@ -135,6 +135,10 @@ func (s *spanToken) end(args ...Arg) {
 		s.l.r.unmatchedEnd(gid, loadAcquire(&s.state))
 		return
 	}
+	if len(args) == 0 {
+		s.l.r.put(gid, kindEnd, 0, "", s.id, 1, nil)
+		return
+	}
 	s.l.r.record(gid, kindEnd, 0, catScope{}, "", s.id, args)
 }
 
