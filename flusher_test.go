@@ -56,10 +56,10 @@ func TestFlusherDrainsOnItsOwn(t *testing.T) {
 // at: another goroutine's spans on the same P, a span whose end does not
 // follow it (an outer span), an event of another kind, a batch that fills
 // (rotated files of 16 KiB have batches of 16 KiB, and the runs here
-// reach 40 KiB) and a Flush. Every span
-// must be in the files once, as an X event with its own args and those
-// given to its end, in its goroutine's order, and no file may pass its
-// limit by more than one write.
+// reach 40 KiB) and a Flush. Every span must be in the files once, as an
+// X event with its own args and those given to its end, in its
+// goroutine's order, and no file may pass its limit by more than one
+// write.
 func TestRunsOfSpans(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1)) // one lane for both goroutines
 	const goroutines, spans, maxSize = 2, 6000, 16 << 10
@@ -76,7 +76,7 @@ func TestRunsOfSpans(t *testing.T) {
 				case i%499 == 0:
 					tr.Instant("between")
 				case i%613 == 0 && g == 0:
-					require.NoError(t, tr.Flush())
+					assert.NoError(t, tr.Flush())
 				}
 				if i%701 == 0 {
 					outer := tr.Span("outer", Int("g", g), Int("i", i))

@@ -137,6 +137,9 @@ func nop(...Arg) {}
 // made); other events take them from their Category and Namespace args, a
 // span's end none.
 func (r *recorder) record(gid uint64, k kind, flags uint8, cs catScope, name string, id uint64, args []Arg) func(...Arg) {
+	if r.late() { // before the category: a late event is counted whatever it is
+		return nil
+	}
 	n := uint64(1)
 	if len(args) > 0 {
 		if len(args) > maxArgs {
@@ -175,8 +178,7 @@ type eventRest struct {
 // does not fit the registers, and its checks of args cost a bare Span
 // about 12% (BenchmarkSpan/on).
 func (r *recorder) put(gid uint64, k kind, flags uint8, name string, id, n uint64, rest *eventRest) func(...Arg) {
-	if !r.recording.Load() {
-		r.lateDrops.Inc()
+	if r.late() {
 		return nil
 	}
 	for {
@@ -230,6 +232,15 @@ func (r *recorder) put(gid uint64, k kind, flags uint8, name string, id, n uint6
 			return nil
 		}
 	}
+}
+
+// late reports whether Close began, counting the event it then refuses.
+func (r *recorder) late() bool {
+	if r.recording.Load() {
+		return false
+	}
+	r.lateDrops.Inc()
+	return true
 }
 
 // allows reports whether t records events of category cat. Async and flow

@@ -210,6 +210,32 @@ func TestBeginEndOrderWhileMigrating(t *testing.T) {
 	assert.Zero(t, tr.Stats().Dropped)
 }
 
+// TestLateEventsCounted records each shape of event after Close: each is
+// refused and counted once in Stats.Late, whether it goes through the
+// args' path or straight to the lane (a span without args), and whatever
+// its category, even one the tracer does not record.
+func TestLateEventsCounted(t *testing.T) {
+	off := Category("late-off")
+	for _, c := range []struct {
+		name   string
+		record func(tr *Tracer)
+	}{
+		{"bare span", func(tr *Tracer) { tr.Span("x")() }},
+		{"span with args", func(tr *Tracer) { tr.Span("x", Int("n", 1))(Int("m", 2)) }},
+		{"span of a category not recorded", func(tr *Tracer) { tr.Span("x", off)() }},
+		{"long span", func(tr *Tracer) { tr.LongSpan("x")() }},
+		{"instant", func(tr *Tracer) { tr.Instant("x") }},
+		{"counter", func(tr *Tracer) { tr.Counter("x", Int("v", 1)) }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			tr, _ := newTestTracer(t, WithCategories("other"))
+			require.NoError(t, tr.Close())
+			c.record(tr)
+			assert.EqualValues(t, 1, tr.Stats().Late)
+		})
+	}
+}
+
 func TestCloseWhileRecording(t *testing.T) {
 	tr, path := newTestTracer(t)
 	stop := make(chan struct{})
