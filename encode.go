@@ -396,14 +396,17 @@ func (e *encoder) appendTid(b []byte, tid uint64) []byte {
 	c := &e.tids[tid%tidCacheSize]
 	if c.tid != tid || c.f.Len() == 0 {
 		var f [jsonenc.ShortMax]byte
-		if !c.f.Set(jsonenc.Uint(append(f[:0], e.pidTid...), tid)) {
-			// Not with ShortMax 64: the fragment takes 54 bytes at most.
-			return jsonenc.Uint(append(b, e.pidTid...), tid)
-		}
+		c.f.Set(jsonenc.Uint(append(f[:0], e.pidTid...), tid)) // fits: see maxTidPiece
 		c.tid = tid
 	}
 	return c.f.Append(b)
 }
+
+// maxTidPiece is the longest pid and tid appendTid writes: a pid of an
+// int's 20 characters and a tid of a uint64's 20 digits.
+const maxTidPiece = len(`,"pid":`) + 20 + len(`,"tid":`) + 20
+
+var _ [jsonenc.ShortMax - maxTidPiece]struct{} // compiles only if it fits a Short
 
 // appendTail ends an event with its args. Category and scope are not args:
 // they are in the extra slot.

@@ -92,10 +92,7 @@ func (w *writer) prepare(s sink, onError func(error), progress *progressSignal, 
 }
 
 // stalled reports whether a write has been under way for over stallAfter.
-func (w *writer) stalled() bool {
-	since := w.busySince.Load()
-	return since != 0 && nanotime()-since > int64(stallAfter)
-}
+func (w *writer) stalled() bool { return w.writingFor(stallAfter) }
 
 // behind reports whether the sink is slower than the encoder now: a write
 // has been under way for over slowWrite. Recording then grows the buffers
@@ -104,9 +101,12 @@ func (w *writer) stalled() bool {
 // is short of CPU time, which recording that waits gives it. A writer
 // descheduled inside a write for that long counts, and the buffers grow as
 // they did before there was a mark.
-func (w *writer) behind() bool {
+func (w *writer) behind() bool { return w.writingFor(slowWrite) }
+
+// writingFor reports whether a write has been under way for over d.
+func (w *writer) writingFor(d time.Duration) bool {
 	since := w.busySince.Load()
-	return since != 0 && nanotime()-since > int64(slowWrite)
+	return since != 0 && nanotime()-since > int64(d)
 }
 
 // slowWrite is how long a write may take before the sink counts as
