@@ -529,6 +529,17 @@ func (f *flusher) startBatch(block bool) bool {
 	return true
 }
 
+// appendNames writes the names of the tracks the batch holds events of
+// that are not named in the file yet: new lanes, and goroutines named in
+// an earlier file (see tracknames.go). They go at the end of the batch,
+// before the array's end if the batch ends it.
+func (f *flusher) appendNames() {
+	f.appendLaneNames()
+	if f.names != nil {
+		f.names.forPending(f.appendTrackName)
+	}
+}
+
 // appendLaneNames writes the names of the lanes made since it last ran
 // (see WithLanes). A flight recorder's dump writes every name it
 // remembers instead.
@@ -565,9 +576,8 @@ func (f *flusher) send() {
 	if b == nil || (len(f.enc.buf) == 0 && b.op == opWrite) {
 		return
 	}
-	f.appendLaneNames()
+	f.appendNames()
 	if f.names != nil {
-		f.names.forPending(f.appendTrackName)
 		f.names.tick++
 	}
 	b.buf, b.events, b.seq = f.enc.buf, f.pending, f.batch
@@ -678,7 +688,7 @@ func (f *flusher) unread() uint64 {
 // the last event of the batch, or, if it has none, the process metadata
 // again.
 func (f *flusher) appendEnd() {
-	f.appendLaneNames()
+	f.appendNames() // Close's B events may be the first of their goroutines in this file
 	if drops := f.dropsSoFar(); drops > 0 || f.dropsShown {
 		f.reportedDrops = drops
 		f.appendDropCounter(nanotime())

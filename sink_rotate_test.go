@@ -178,6 +178,61 @@ func TestRotation(t *testing.T) {
 	}
 }
 
+// TestRotationCloseNamesOpenSpans checks the end of the last file when a
+// span is still open at Close on a goroutine whose track was named in an
+// earlier file: Close writes the span as a B event, and the goroutine's
+// name with it, before the array's end (it used to come after the "]",
+// which left the file not JSON and chrome://tracing showing nothing).
+func TestRotationCloseNamesOpenSpans(t *testing.T) {
+	for _, file := range []string{"trace.json", "trace.json.gz"} {
+		t.Run(file, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), file)
+			var errs errorLog
+			tr, err := New(path, WithMaxFileSize(4<<10), WithFlushInterval(10*time.Second), WithErrorHandler(errs.handle))
+			require.NoError(t, err)
+			started, release, done := make(chan struct{}), make(chan struct{}), make(chan struct{})
+			go func() {
+				defer close(done)
+				tr.SetGoroutineName("still running")
+				end := tr.Span("open at Close")
+				close(started)
+				<-release
+				end()
+			}()
+			<-started
+			require.NoError(t, tr.Flush()) // names the goroutine in the first file; its span is too young for a B
+			// Rotate twice (gzip takes more spans to fill a file).
+			for tries := 0; len(traceFiles(t, filepath.Dir(path))) < 3; tries++ {
+				require.Less(t, tries, 1000, "the trace must rotate")
+				for i := range 100 {
+					tr.Span("work", Int("i", i), Int("x", i*7919*tries))()
+				}
+				require.NoError(t, tr.Flush())
+			}
+			require.NoError(t, tr.Close())
+			close(release)
+			<-done
+
+			var evs []event
+			if filepath.Ext(path) == ".gz" {
+				evs = readClosedGzip(t, path)
+			} else {
+				evs = readClosed(t, path)
+			}
+			begins := byName(evs, "open at Close")
+			require.Len(t, begins, 1)
+			assert.Equal(t, "B", begins[0].Ph)
+			named := false
+			for _, e := range byName(evs, "thread_name") {
+				named = named || e.Tid == begins[0].Tid && e.Args["name"] == "still running"
+			}
+			assert.True(t, named, "the goroutine of the B event must be named in its file")
+			checkTracks(t, evs)
+			assert.Len(t, errs.matching(`"open at Close"`), 1, "the span still open is reported")
+		})
+	}
+}
+
 // TestRotationNumbering checks that numbers go on from the files an
 // earlier run left, that those count against WithMaxFiles, and that
 // unrelated files are left alone.

@@ -9,6 +9,7 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -86,13 +87,23 @@ func Parse(t testing.TB, data []byte) []Event {
 		}
 		require.NoError(t, dec.Decode(&obj), "a closed trace must be strict JSON")
 		require.Equal(t, "ns", obj.DisplayTimeUnit)
-		require.False(t, dec.More(), "nothing after the object")
+		requireEnd(t, dec)
 		return obj.TraceEvents
 	}
 	require.True(t, bytes.HasPrefix(data, []byte("[\n{\"")), "a trace starts with [ and an event, or the object head: %.60q", data)
 	var evs []Event
 	require.NoError(t, dec.Decode(&evs), "a closed trace must be strict JSON")
+	requireEnd(t, dec)
 	return evs
+}
+
+// requireEnd checks that nothing but white space follows the trace dec
+// decoded: not an event written after the array's end, nor a stray "]" or
+// "}" (which dec.More would take for the end of a value).
+func requireEnd(t testing.TB, dec *json.Decoder) {
+	t.Helper()
+	tok, err := dec.Token()
+	require.ErrorIs(t, err, io.EOF, "nothing may follow the trace, found %v", tok)
 }
 
 // Filter returns the events for which keep is true.
