@@ -22,6 +22,7 @@ const (
 	argDuration // nanoseconds, written as text by the encoder: see Duration
 	argTime     // Unix nanoseconds, written as text by the encoder: see Time
 	argStringer // a fmt.Stringer, called by the encoder: see Stringer
+	argTimeSec  // Unix seconds, for a time UnixNano cannot hold: see Time
 )
 
 // An Arg is one key/value pair attached to an event. It appears in the args
@@ -29,6 +30,9 @@ const (
 // Uint64, Float64, Bool, Err, Duration, Time or Stringer; the zero Arg is
 // ignored. An event keeps its
 // first 32 args: later ones, a Category or Namespace among them, are ignored.
+// A key given twice keeps the later value, so an arg given to a span's end
+// function replaces one of the same key given at its start: the file never
+// holds a key twice in one event's args.
 //
 // An Arg is a plain value: building one never allocates, and the tracer copies
 // it into its buffer, so the caller may reuse or discard it at once.
@@ -89,10 +93,18 @@ func Duration(key string, d time.Duration) Arg {
 }
 
 // Time returns an Arg holding t, shown as an RFC 3339 time with
-// nanoseconds in UTC. The text is made by the flusher.
+// nanoseconds in UTC. The text is made by the flusher. A time before 1678
+// or after 2262, which int64 nanoseconds cannot hold (the zero Time among
+// them, "0001-01-01T00:00:00Z"), is shown to the second.
 func Time(key string, t time.Time) Arg {
+	if t.Before(minNanoTime) || t.After(maxNanoTime) {
+		return Arg{key: key, num: uint64(t.Unix()), kind: argTimeSec}
+	}
 	return Arg{key: key, num: uint64(t.UnixNano()), kind: argTime}
 }
+
+// minNanoTime and maxNanoTime bound the times UnixNano holds.
+var minNanoTime, maxNanoTime = time.Unix(0, math.MinInt64), time.Unix(0, math.MaxInt64)
 
 // Stringer returns an Arg holding v, shown as the text v.String() returns.
 // String is called by the flusher, at the next flush, and only if the

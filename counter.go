@@ -128,7 +128,7 @@ func describeArg(a *Arg) string {
 		return fmt.Sprint(math.Float64frombits(a.num))
 	case argDuration:
 		return "a Duration (use Int64 of its nanoseconds, or Float64 of its seconds)"
-	case argTime:
+	case argTime, argTimeSec:
 		return "a Time"
 	case argStringer:
 		return "a Stringer"

@@ -1,6 +1,7 @@
 package tracer
 
 import (
+	"bytes"
 	"math"
 	"os"
 	"slices"
@@ -44,6 +45,8 @@ type encoder struct {
 	shared  *sharedTracks
 	tidNext uint64
 	gidArg  uint64
+
+	args []argSpan // where appendArgs wrote each arg of the event: see dropRepeatedKeys
 
 	pidTid []byte // `,"pid":N,"tid":`
 	pidFld []byte // `,"pid":N`
@@ -425,31 +428,67 @@ func (e *encoder) appendArgs(b []byte, as, more []slot) []byte {
 		return append(b, '}', ',', '\n')
 	}
 	b = append(b, ',', '"', 'a', 'r', 'g', 's', '"', ':', '{')
+	e.args = e.args[:0]
 	if gid != 0 { // drawn on a lane: say whose event it is
+		at := len(b)
 		b = append(b, `"goroutine":`...)
 		b = append(jsonenc.Uint(b, gid), ',')
+		e.args = append(e.args, argSpan{at, at + len(`"goroutine":`), len(b)})
 	}
 	b = e.appendArgList(b, as)
 	if len(more) > 0 {
 		b = e.appendArgList(b, more)
+	}
+	if len(e.args) > 1 {
+		b = dropRepeatedKeys(b, e.args)
 	}
 	// Each arg ended with a comma: the last one ends the object instead.
 	b[len(b)-1] = '}'
 	return append(b, '}', ',', '\n')
 }
 
-// appendArgList appends the args in as, each followed by a comma.
+// An argSpan is where an encoded arg is: its key from key to colon (the
+// quoted key and ':'), its value up to end (after its comma).
+type argSpan struct{ key, colon, end int }
+
+// dropRepeatedKeys removes from b, which ends with the args at spans,
+// every arg whose key a later one repeats, and returns what is left. An
+// event's args never hold a key twice (a viewer would hide all but one):
+// the later arg replaces the earlier, so an arg given to a span's end
+// replaces one of the same key given to its start, as both viewers show
+// it. Keys are compared as encoded, which is what the viewers read.
+func dropRepeatedKeys(b []byte, spans []argSpan) []byte {
+	w := spans[0].key // where the next kept arg goes
+	for i, a := range spans {
+		repeated := false
+		for _, later := range spans[i+1:] {
+			if bytes.Equal(b[a.key:a.colon], b[later.key:later.colon]) {
+				repeated = true
+				break
+			}
+		}
+		if !repeated {
+			w += copy(b[w:], b[a.key:a.end])
+		}
+	}
+	return b[:w]
+}
+
+// appendArgList appends the args in as, each followed by a comma, and
+// notes where each is in e.args.
 func (e *encoder) appendArgList(b []byte, as []slot) []byte {
 	for i := 0; i < len(as); i++ {
 		a := &as[i]
 		if cap(b)-len(b) < jsonenc.ShortMax {
 			b = slices.Grow(b, jsonenc.ShortMax)
 		}
+		at := len(b)
 		if c := e.cached(a); c != nil && (c.key.Len() != 0 || e.setKey(c)) {
 			b = b[:c.key.Put(b[:cap(b)], len(b))]
 		} else {
 			b = append(jsonenc.String(b, a.str()), ':')
 		}
+		colon := len(b)
 		switch a.argKind() {
 		case argString:
 			if a.meta&metaHasValue != 0 {
@@ -472,11 +511,16 @@ func (e *encoder) appendArgList(b []byte, as []slot) []byte {
 			b = append(b, '"')
 			b = time.Unix(0, int64(a.num)).UTC().AppendFormat(b, time.RFC3339Nano)
 			b = append(b, '"')
+		case argTimeSec:
+			b = append(b, '"')
+			b = time.Unix(int64(a.num), 0).UTC().AppendFormat(b, time.RFC3339Nano)
+			b = append(b, '"')
 		case argStringer:
 			i++
 			b = jsonenc.String(b, callString(stringer(a.num, as[i].p)))
 		}
 		b = append(b, ',')
+		e.args = append(e.args, argSpan{at, colon, len(b)})
 	}
 	return b
 }

@@ -111,7 +111,11 @@ func randomArgs(rng *rand.Rand) []Arg {
 			case 1:
 				args[i] = Duration(key, time.Duration(rng.Int64N(1<<45)-1<<44))
 			default:
-				args[i] = Time(key, time.Unix(0, rng.Int64N(1<<62)))
+				if rng.IntN(4) == 0 { // beyond int64 nanoseconds: see Time
+					args[i] = Time(key, time.Date(rng.IntN(20000)-5000, 1, 2, 3, 4, 5, 6, time.UTC).AddDate(0, 0, rng.IntN(400)))
+				} else {
+					args[i] = Time(key, time.Unix(0, rng.Int64N(1<<62)))
+				}
 			}
 		case 8:
 			args[i] = String(key, "")

@@ -5,7 +5,9 @@ package tracer
 // same events the output must be the same, byte for byte.
 
 import (
+	"bytes"
 	"math"
+	"slices"
 	"strconv"
 	"time"
 
@@ -166,9 +168,12 @@ func (e *refEncoder) appendIDs(b []byte, gid uint64) []byte {
 }
 
 // refAppendTail ends an event with its args, inline and continued. Category
-// and scope args are not args: appendHead and refAppendScope wrote them.
+// and scope args are not args: appendHead and refAppendScope wrote them. An
+// arg whose key (as written) a later arg repeats is left out: the later one
+// replaces it.
 func refAppendTail(b []byte, r *refRecord, cont []refRecord) []byte {
-	first := true
+	type keyValue struct{ key, value []byte }
+	var args []keyValue
 	for i := 0; i < int(r.nargs); i++ {
 		a := &r.args[i%inlineArgs]
 		if i >= inlineArgs {
@@ -177,10 +182,19 @@ func refAppendTail(b []byte, r *refRecord, cont []refRecord) []byte {
 		if a.kind == argCategory || a.kind == argScope || a.kind == 0 { // the zero Arg is ignored
 			continue
 		}
+		args = append(args, keyValue{append(jsonenc.String(nil, a.key), ':'), refArgValue(a)})
+	}
+	first := true
+	for i, a := range args {
+		if slices.ContainsFunc(args[i+1:], func(later keyValue) bool { return bytes.Equal(later.key, a.key) }) {
+			continue
+		}
 		if first {
 			b = append(b, `,"args":{`...)
+		} else {
+			b = append(b, ',')
 		}
-		b = refAppendArg(b, a, first)
+		b = append(append(b, a.key...), a.value...)
 		first = false
 	}
 	if !first {
@@ -189,27 +203,25 @@ func refAppendTail(b []byte, r *refRecord, cont []refRecord) []byte {
 	return append(b, "},\n"...)
 }
 
-func refAppendArg(b []byte, a *Arg, first bool) []byte {
-	if !first {
-		b = append(b, ',')
-	}
-	b = jsonenc.String(b, a.key)
-	b = append(b, ':')
+// refArgValue returns a's value as JSON.
+func refArgValue(a *Arg) []byte {
 	switch a.kind {
 	case argString:
-		return jsonenc.String(b, a.str)
+		return jsonenc.String(nil, a.str)
 	case argInt:
-		return strconv.AppendInt(b, int64(a.num), 10)
+		return strconv.AppendInt(nil, int64(a.num), 10)
 	case argUint:
-		return strconv.AppendUint(b, a.num, 10)
+		return strconv.AppendUint(nil, a.num, 10)
 	case argFloat:
-		return jsonenc.Float(b, math.Float64frombits(a.num))
+		return jsonenc.Float(nil, math.Float64frombits(a.num))
 	case argBool:
-		return strconv.AppendBool(b, a.num != 0)
+		return strconv.AppendBool(nil, a.num != 0)
 	case argDuration:
-		return jsonenc.String(b, refDuration(time.Duration(a.num)))
+		return jsonenc.String(nil, refDuration(time.Duration(a.num)))
 	case argTime:
-		return jsonenc.String(b, time.Unix(0, int64(a.num)).UTC().Format(time.RFC3339Nano))
+		return jsonenc.String(nil, time.Unix(0, int64(a.num)).UTC().Format(time.RFC3339Nano))
+	case argTimeSec:
+		return jsonenc.String(nil, time.Unix(int64(a.num), 0).UTC().Format(time.RFC3339Nano))
 	}
 	panic("the zero Arg is never written")
 }

@@ -2,6 +2,7 @@ package tracer
 
 import (
 	"errors"
+	"math"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -385,6 +386,91 @@ func TestArgConstructors(t *testing.T) {
 	tr2, _ := newTestTracer(t)
 	d, now := Duration("took", time.Second), Time("at", at)
 	assert.Zero(t, testing.AllocsPerRun(1000, func() { tr2.Instant("x", d, now) }))
+}
+
+// TestRepeatedArgKeys: an event's args never hold a key twice, as the
+// file has them (a JSON parser keeps one of the two; so do the viewers): a
+// later arg replaces an earlier one of the same key, whether both came in
+// one call or one at a span's start and the other at its end, and keys
+// are compared as written, after escaping.
+func TestRepeatedArgKeys(t *testing.T) {
+	tests := []struct {
+		name  string
+		lanes bool
+		rec   func(tr *Tracer)
+		ph    string
+		args  string // the event's "args" object, as written
+	}{
+		{"a start's arg given again at the end", false, func(tr *Tracer) {
+			tr.Span("start and end", Int("status", 0), String("path", "/"))(Int("status", 200))
+		}, "X", `{"path":"/","status":200}`},
+		{"one call", false, func(tr *Tracer) {
+			tr.Instant("one call", Int("k", 1), String("k", "x"))
+		}, "i", `{"k":"x"}`},
+		{"three times, others between", false, func(tr *Tracer) {
+			tr.Instant("three times", Int("a", 1), Int("b", 2), Int("a", 3), Bool("c", true), Int("a", 5))
+		}, "i", `{"b":2,"c":true,"a":5}`},
+		{"different bytes, the same key written", false, func(tr *Tracer) {
+			tr.Instant("escaped", Int("bad \xff", 1), Int("bad \xfe", 2))
+		}, "i", `{"bad \ufffd":2}`},
+		{"no key repeated", false, func(tr *Tracer) {
+			tr.Instant("distinct", Int("b", 1), Int("a", 2), Int("c", 3))
+		}, "i", `{"b":1,"a":2,"c":3}`},
+		{"a LongSpan's B and E are two events", false, func(tr *Tracer) {
+			tr.LongSpan("long", Int("k", 1), Int("k", 2))(Int("k", 3))
+		}, "B", `{"k":2}`},
+		{"a lane's goroutine arg", true, func(tr *Tracer) {
+			tr.Instant("on a lane", Int("goroutine", -1))
+		}, "i", `{"goroutine":-1}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var opts []Option
+			if tt.lanes {
+				opts = append(opts, WithLanes())
+			}
+			tr, path := newTestTracer(t, opts...)
+			tt.rec(tr)
+			require.NoError(t, tr.Close())
+			readClosed(t, path) // strict JSON
+			var lines []string
+			for _, l := range strings.Split(readFile(t, path), "\n") {
+				if strings.Contains(l, `"ph":"`+tt.ph+`"`) && strings.Contains(l, `"args":`) {
+					lines = append(lines, l)
+				}
+			}
+			require.Len(t, lines, 1, "the event must be in the file once")
+			assert.Contains(t, lines[0], `"args":`+tt.args+`}`)
+		})
+	}
+}
+
+// TestTimeArg: Time shows any time.Time, to the nanosecond where int64
+// nanoseconds hold it (1678 to 2262) and to the second beyond (the zero
+// Time, an unset deadline, among them), never a wrapped-around date.
+func TestTimeArg(t *testing.T) {
+	tests := []struct {
+		name string
+		at   time.Time
+		want string
+	}{
+		{"zero", time.Time{}, "0001-01-01T00:00:00Z"},
+		{"year 3000", time.Date(3000, 1, 2, 3, 4, 5, 6, time.UTC), "3000-01-02T03:04:05Z"},
+		{"year 1600", time.Date(1600, 1, 1, 0, 0, 0, 0, time.UTC), "1600-01-01T00:00:00Z"},
+		{"latest in nanoseconds", time.Unix(0, math.MaxInt64), "2262-04-11T23:47:16.854775807Z"},
+		{"earliest in nanoseconds", time.Unix(0, math.MinInt64), "1677-09-21T00:12:43.145224192Z"},
+		{"just past the latest", time.Unix(0, math.MaxInt64).Add(time.Second), "2262-04-11T23:47:17Z"},
+		{"in another zone", time.Date(2026, 11, 23, 12, 30, 0, 1, time.FixedZone("CET", 3600)), "2026-11-23T11:30:00.000000001Z"},
+	}
+	tr, path := newTestTracer(t)
+	for _, tt := range tests {
+		tr.Instant(tt.name, Time("at", tt.at))
+	}
+	require.NoError(t, tr.Close())
+	evs := readClosed(t, path)
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, find(t, evs, "i", tt.name).Args["at"], tt.name)
+	}
 }
 
 // countingStringer counts its String calls; a nil one panics, as a method
