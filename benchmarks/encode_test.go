@@ -7,8 +7,8 @@ package benchmarks
 // parallel ones include it); the mutex baseline does it once, at exit, in
 // WriteTrace, never in its span scenarios. runtime/trace and chrometracing
 // encode on the recording goroutine, inside their span numbers, and the
-// OpenTelemetry exporter here discards, so they have no row. Both rows
-// encode bare spans (the Span scenario's events) to a real file.
+// OpenTelemetry exporter here discards, so they have no row. Every row
+// encodes bare spans (the Span scenario's events) to a real file.
 
 import (
 	"bufio"
@@ -73,5 +73,40 @@ func BenchmarkEncode(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.StopTimer()
+	})
+	// The mutex baseline written as often as the tracer's row flushes:
+	// WriteTrace and a write(2) every tracerChunk events, the records of
+	// each chunk made off the clock. Writes of a Flush's size cost the
+	// kernel more per byte than WriteTrace's 256 KiB ones at exit, so this
+	// row tells that part of the difference from the rest. (Each chunk is
+	// a JSON document of its own: the file is not one trace.)
+	b.Run("peer=mutex/mode=chunked", func(b *testing.B) {
+		b.ReportAllocs()
+		b.StopTimer()
+		path := filepath.Join(tempDir, "encode-mutex-chunked.json")
+		f, err := os.Create(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer removeQuietly(path)
+		defer f.Close()
+		defer mutextrace.Reset()
+		w := bufio.NewWriterSize(f, 256<<10)
+		for done := 0; done < b.N; {
+			n := min(tracerChunk, b.N-done)
+			mutextrace.Reset()
+			for i := 0; i < n; i++ {
+				mutexSpan(i)
+			}
+			b.StartTimer()
+			if err := mutextrace.WriteTrace(w); err != nil {
+				b.Fatal(err)
+			}
+			if err := w.Flush(); err != nil {
+				b.Fatal(err)
+			}
+			b.StopTimer()
+			done += n
+		}
 	})
 }
