@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"time"
+	"unicode/utf8"
 	"unsafe"
 
 	"github.com/gotracer/tracer/internal/jsonenc"
@@ -45,8 +46,6 @@ type encoder struct {
 	shared  *sharedTracks
 	tidNext uint64
 	gidArg  uint64
-
-	args []argSpan // where appendArgs wrote each arg of the event: see dropRepeatedKeys
 
 	pidTid []byte // `,"pid":N,"tid":`
 	pidFld []byte // `,"pid":N`
@@ -428,67 +427,137 @@ func (e *encoder) appendArgs(b []byte, as, more []slot) []byte {
 		return append(b, '}', ',', '\n')
 	}
 	b = append(b, ',', '"', 'a', 'r', 'g', 's', '"', ':', '{')
-	e.args = e.args[:0]
-	if gid != 0 { // drawn on a lane: say whose event it is
-		at := len(b)
-		b = append(b, `"goroutine":`...)
-		b = append(jsonenc.Uint(b, gid), ',')
-		e.args = append(e.args, argSpan{at, at + len(`"goroutine":`), len(b)})
-	}
-	b = e.appendArgList(b, as)
-	if len(more) > 0 {
-		b = e.appendArgList(b, more)
-	}
-	if len(e.args) > 1 {
-		b = dropRepeatedKeys(b, e.args)
+	if (len(as)+len(more) > 1 || gid != 0) && mayRepeatKeys(as, more, gid != 0) {
+		b = e.appendArgsOnce(b, as, more, gid)
+	} else {
+		if gid != 0 { // drawn on a lane: say whose event it is
+			b = append(b, `"goroutine":`...)
+			b = append(jsonenc.Uint(b, gid), ',')
+		}
+		b = e.appendArgList(b, as)
+		if len(more) > 0 {
+			b = e.appendArgList(b, more)
+		}
 	}
 	// Each arg ended with a comma: the last one ends the object instead.
 	b[len(b)-1] = '}'
 	return append(b, '}', ',', '\n')
 }
 
-// An argSpan is where an encoded arg is: its key from key to colon (the
-// quoted key and ':'), its value up to end (after its comma).
-type argSpan struct{ key, colon, end int }
+// Repeated keys.
+//
+// An event's args never hold a key twice: a JSON parser keeps one of the
+// two, and so does each viewer. The later arg replaces the earlier, so an
+// arg given to a span's end replaces one of the same key given to its
+// start, as both viewers show it. Keys are compared as written: two keys
+// that differ only in invalid UTF-8, or past MaxStringLen, are written
+// the same. Most events have distinct, short, valid keys, which
+// mayRepeatKeys tells from their raw bytes; the others take the slower
+// appendArgsOnce.
 
-// dropRepeatedKeys removes from b, which ends with the args at spans,
-// every arg whose key a later one repeats, and returns what is left. An
-// event's args never hold a key twice (a viewer would hide all but one):
-// the later arg replaces the earlier, so an arg given to a span's end
-// replaces one of the same key given to its start, as both viewers show
-// it. Keys are compared as encoded, which is what the viewers read.
-func dropRepeatedKeys(b []byte, spans []argSpan) []byte {
-	w := spans[0].key // where the next kept arg goes
-	for i, a := range spans {
-		repeated := false
-		for _, later := range spans[i+1:] {
-			if bytes.Equal(b[a.key:a.colon], b[later.key:later.colon]) {
-				repeated = true
-				break
+// mayRepeatKeys reports whether two of the args in as and more, or one of
+// them and the goroutine arg of an event on a lane, may be written with
+// the same key.
+func mayRepeatKeys(as, more []slot, lane bool) bool {
+	var keys [2*maxArgs + 1]string
+	n := 0
+	if lane {
+		keys[0], n = "goroutine", 1
+	}
+	for _, list := range [2][]slot{as, more} {
+		for i := 0; i < len(list); i += argWidth(&list[i]) {
+			k := list[i].str()
+			if len(k) > MaxStringLen || !utf8.ValidString(k) || slices.Contains(keys[:n], k) {
+				return true
 			}
-		}
-		if !repeated {
-			w += copy(b[w:], b[a.key:a.end])
+			keys[n] = k
+			n++
 		}
 	}
-	return b[:w]
+	return false
 }
 
-// appendArgList appends the args in as, each followed by a comma, and
-// notes where each is in e.args.
+// argWidth returns how many slots the arg whose head is a takes.
+func argWidth(a *slot) int {
+	if k := a.argKind(); k == argStringer || k == argString && a.meta&metaHasValue != 0 {
+		return 2
+	}
+	return 1
+}
+
+// appendArgsOnce appends the args in as and more, and before them the
+// goroutine arg gid of an event on a lane, leaving out each arg whose key
+// a later one repeats.
+func (e *encoder) appendArgsOnce(b []byte, as, more []slot, gid uint64) []byte {
+	var spans [2*maxArgs + 1]argSpan
+	n := 0
+	first := len(b)
+	if gid != 0 {
+		b = append(b, `"goroutine":`...)
+		b = append(jsonenc.Uint(b, gid), ',')
+		spans[0], n = argSpan{first, first + len(`"goroutine"`), len(b)}, 1
+	}
+	for _, list := range [2][]slot{as, more} {
+		for i := 0; i < len(list); {
+			w := argWidth(&list[i])
+			at := len(b)
+			b = e.appendArgList(b, list[i:i+w])
+			spans[n] = argSpan{at, quotedEnd(b, at), len(b)}
+			n++
+			i += w
+		}
+	}
+	// Compact: each kept arg moves down over those left out before it.
+	out := first
+	for i, a := range spans[:n] {
+		if !repeatedLater(b, a, spans[i+1:n]) {
+			out += copy(b[out:], b[a.key:a.end])
+		}
+	}
+	return b[:out]
+}
+
+// An argSpan is where an encoded arg is: its quoted key from key to colon
+// (the ':'), then its value up to end (after its comma).
+type argSpan struct{ key, colon, end int }
+
+// quotedEnd returns where the JSON string that starts at b[at] ends:
+// after its closing quote.
+func quotedEnd(b []byte, at int) int {
+	for i := at + 1; i < len(b); i++ {
+		switch b[i] {
+		case '\\':
+			i++ // an escape: \", \\, \n, \u2028...
+		case '"':
+			return i + 1
+		}
+	}
+	return len(b)
+}
+
+// repeatedLater reports whether one of the args at later has a's key.
+func repeatedLater(b []byte, a argSpan, later []argSpan) bool {
+	key := b[a.key:a.colon]
+	for _, l := range later {
+		if bytes.Equal(key, b[l.key:l.colon]) {
+			return true
+		}
+	}
+	return false
+}
+
+// appendArgList appends the args in as, each followed by a comma.
 func (e *encoder) appendArgList(b []byte, as []slot) []byte {
 	for i := 0; i < len(as); i++ {
 		a := &as[i]
 		if cap(b)-len(b) < jsonenc.ShortMax {
 			b = slices.Grow(b, jsonenc.ShortMax)
 		}
-		at := len(b)
 		if c := e.cached(a); c != nil && (c.key.Len() != 0 || e.setKey(c)) {
 			b = b[:c.key.Put(b[:cap(b)], len(b))]
 		} else {
 			b = append(jsonenc.String(b, a.str()), ':')
 		}
-		colon := len(b)
 		switch a.argKind() {
 		case argString:
 			if a.meta&metaHasValue != 0 {
@@ -520,7 +589,6 @@ func (e *encoder) appendArgList(b []byte, as []slot) []byte {
 			b = jsonenc.String(b, callString(stringer(a.num, as[i].p)))
 		}
 		b = append(b, ',')
-		e.args = append(e.args, argSpan{at, colon, len(b)})
 	}
 	return b
 }

@@ -413,6 +413,16 @@ func TestRepeatedArgKeys(t *testing.T) {
 		{"different bytes, the same key written", false, func(tr *Tracer) {
 			tr.Instant("escaped", Int("bad \xff", 1), Int("bad \xfe", 2))
 		}, "i", `{"bad \ufffd":2}`},
+		{"quotes and backslashes", false, func(tr *Tracer) {
+			tr.Instant("quoted", Int(`a"b`, 1), Int(`a\`, 2), Int(`a"b`, 3))
+		}, "i", `{"a\\":2,"a\"b":3}`},
+		{"invalid UTF-8, no key repeated", false, func(tr *Tracer) {
+			tr.Instant("invalid", Int("\xff", 1), Int("ok", 2))
+		}, "i", `{"\ufffd":1,"ok":2}`},
+		{"keys past MaxStringLen, the same where cut", false, func(tr *Tracer) {
+			long := strings.Repeat("k", MaxStringLen)
+			tr.Instant("long", Int(long+"1", 1), Int(long+"2", 2))
+		}, "i", `{"` + strings.Repeat("k", MaxStringLen) + `…[truncated 1 bytes]":2}`},
 		{"no key repeated", false, func(tr *Tracer) {
 			tr.Instant("distinct", Int("b", 1), Int("a", 2), Int("c", 3))
 		}, "i", `{"b":1,"a":2,"c":3}`},

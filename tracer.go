@@ -162,7 +162,8 @@ func (t *Tracer) flushHere() error {
 // tracer does this on its own every flush interval; call Flush before a
 // point where the file must be complete, for example before handing it to
 // someone. If the sink is stalled, Flush gives up after the stop timeout
-// (WithStopTimeout) with ErrTimeout.
+// (WithStopTimeout) with ErrTimeout. Once Close has begun, Flush returns
+// ErrClosed: Close writes everything itself.
 func (t *Tracer) Flush() error {
 	if t == nil {
 		return nil
