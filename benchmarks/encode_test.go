@@ -49,22 +49,37 @@ func BenchmarkEncode(b *testing.B) {
 		reportDropped(b, after.Dropped-before.Dropped)
 		removeQuietly(path)
 	})
-	b.Run("peer=mutex/mode=on", func(b *testing.B) {
-		b.ReportAllocs()
-		b.StopTimer()
-		path := filepath.Join(tempDir, "encode-mutex.json")
-		f, err := os.Create(path)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer removeQuietly(path)
-		defer f.Close()
+	b.Run("peer=mutex/mode=on", func(b *testing.B) { mutexWrites(b, "encode-mutex.json", b.N) })
+	// The mutex baseline written as often as the tracer's row flushes.
+	// Writes of a Flush's size cost the kernel more per byte than
+	// WriteTrace's 256 KiB ones at exit, so this row tells that part of the
+	// difference from the rest. (Each group is a JSON document of its own:
+	// the file is not one trace.)
+	b.Run("peer=mutex/mode=chunked", func(b *testing.B) { mutexWrites(b, "encode-mutex-chunked.json", tracerChunk) })
+}
+
+// mutexWrites times the mutex baseline's WriteTrace of bare spans to file
+// name, and the write(2) of its output, every per events (all at once,
+// at exit, for per b.N); the records of each group are made off the
+// clock.
+func mutexWrites(b *testing.B, name string, per int) {
+	b.ReportAllocs()
+	b.StopTimer()
+	path := filepath.Join(tempDir, name)
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer removeQuietly(path)
+	defer f.Close()
+	defer mutextrace.Reset()
+	w := bufio.NewWriterSize(f, 256<<10)
+	for done := 0; done < b.N; {
+		n := min(per, b.N-done)
 		mutextrace.Reset()
-		defer mutextrace.Reset()
-		for i := 0; i < b.N; i++ {
-			mutexSpan(i)
+		for i := 0; i < n; i++ {
+			mutexSpan(done + i)
 		}
-		w := bufio.NewWriterSize(f, 256<<10)
 		b.StartTimer()
 		if err := mutextrace.WriteTrace(w); err != nil {
 			b.Fatal(err)
@@ -73,40 +88,6 @@ func BenchmarkEncode(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.StopTimer()
-	})
-	// The mutex baseline written as often as the tracer's row flushes:
-	// WriteTrace and a write(2) every tracerChunk events, the records of
-	// each chunk made off the clock. Writes of a Flush's size cost the
-	// kernel more per byte than WriteTrace's 256 KiB ones at exit, so this
-	// row tells that part of the difference from the rest. (Each chunk is
-	// a JSON document of its own: the file is not one trace.)
-	b.Run("peer=mutex/mode=chunked", func(b *testing.B) {
-		b.ReportAllocs()
-		b.StopTimer()
-		path := filepath.Join(tempDir, "encode-mutex-chunked.json")
-		f, err := os.Create(path)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer removeQuietly(path)
-		defer f.Close()
-		defer mutextrace.Reset()
-		w := bufio.NewWriterSize(f, 256<<10)
-		for done := 0; done < b.N; {
-			n := min(tracerChunk, b.N-done)
-			mutextrace.Reset()
-			for i := 0; i < n; i++ {
-				mutexSpan(i)
-			}
-			b.StartTimer()
-			if err := mutextrace.WriteTrace(w); err != nil {
-				b.Fatal(err)
-			}
-			if err := w.Flush(); err != nil {
-				b.Fatal(err)
-			}
-			b.StopTimer()
-			done += n
-		}
-	})
+		done += n
+	}
 }
