@@ -423,11 +423,27 @@ func (e *encoder) appendArgs(b []byte, as, more []slot) []byte {
 	e.gidArg = 0
 	// The fixed pieces go byte by byte: appending a string constant is a
 	// call to memmove, which for a few bytes costs more than the stores.
-	if len(as) == 0 && len(more) == 0 && gid == 0 {
+	if len(as)+len(more) > 1 || gid != 0 {
+		return e.appendArgObject(b, as, more, gid)
+	}
+	if len(as)+len(more) == 0 {
 		return append(b, '}', ',', '\n')
 	}
+	// One arg of one slot, the most common case: no key can repeat.
+	if len(as) == 0 {
+		as = more
+	}
 	b = append(b, ',', '"', 'a', 'r', 'g', 's', '"', ':', '{')
-	if (len(as)+len(more) > 1 || gid != 0) && mayRepeatKeys(as, more, gid != 0) {
+	b = e.appendArgList(b, as)
+	b[len(b)-1] = '}' // for the comma after the arg
+	return append(b, '}', ',', '\n')
+}
+
+// appendArgObject is appendArgs for more than one arg, or an arg and the
+// goroutine arg gid of an event on a lane.
+func (e *encoder) appendArgObject(b []byte, as, more []slot, gid uint64) []byte {
+	b = append(b, ',', '"', 'a', 'r', 'g', 's', '"', ':', '{')
+	if mayRepeatKeys(as, more, gid != 0) {
 		b = e.appendArgsOnce(b, as, more, gid)
 	} else {
 		if gid != 0 { // drawn on a lane: say whose event it is
