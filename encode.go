@@ -421,11 +421,11 @@ func (e *encoder) appendTail(b []byte, h *slot, rest []slot) []byte {
 func (e *encoder) appendArgs(b []byte, as, more []slot) []byte {
 	gid := e.gidArg
 	e.gidArg = 0
-	// The fixed pieces go byte by byte: appending a string constant is a
-	// call to memmove, which for a few bytes costs more than the stores.
 	if len(as)+len(more) > 1 || gid != 0 {
 		return e.appendArgObject(b, as, more, gid)
 	}
+	// The fixed pieces go byte by byte: appending a string constant is a
+	// call to memmove, which for a few bytes costs more than the stores.
 	if len(as)+len(more) == 0 {
 		return append(b, '}', ',', '\n')
 	}
@@ -475,19 +475,17 @@ func (e *encoder) appendArgObject(b []byte, as, more []slot, gid uint64) []byte 
 // them and the goroutine arg of an event on a lane, may be written with
 // the same key.
 func mayRepeatKeys(as, more []slot, lane bool) bool {
-	var keys [2*maxArgs + 1]string
-	n := 0
+	keys := make([]string, 0, 2*maxArgs+1) // a start's and an end's args
 	if lane {
-		keys[0], n = "goroutine", 1
+		keys = append(keys, "goroutine")
 	}
 	for _, list := range [2][]slot{as, more} {
 		for i := 0; i < len(list); i += argWidth(&list[i]) {
 			k := list[i].str()
-			if len(k) > MaxStringLen || !utf8.ValidString(k) || slices.Contains(keys[:n], k) {
+			if len(k) > MaxStringLen || !utf8.ValidString(k) || slices.Contains(keys, k) {
 				return true
 			}
-			keys[n] = k
-			n++
+			keys = append(keys, k)
 		}
 	}
 	return false
@@ -505,28 +503,26 @@ func argWidth(a *slot) int {
 // goroutine arg gid of an event on a lane, leaving out each arg whose key
 // a later one repeats.
 func (e *encoder) appendArgsOnce(b []byte, as, more []slot, gid uint64) []byte {
-	var spans [2*maxArgs + 1]argSpan
-	n := 0
+	spans := make([]argSpan, 0, 2*maxArgs+1)
 	first := len(b)
 	if gid != 0 {
 		b = append(b, `"goroutine":`...)
 		b = append(jsonenc.Uint(b, gid), ',')
-		spans[0], n = argSpan{first, first + len(`"goroutine"`), len(b)}, 1
+		spans = append(spans, argSpan{first, first + len(`"goroutine"`), len(b)})
 	}
 	for _, list := range [2][]slot{as, more} {
 		for i := 0; i < len(list); {
 			w := argWidth(&list[i])
 			at := len(b)
 			b = e.appendArgList(b, list[i:i+w])
-			spans[n] = argSpan{at, quotedEnd(b, at), len(b)}
-			n++
+			spans = append(spans, argSpan{at, quotedEnd(b, at), len(b)})
 			i += w
 		}
 	}
 	// Compact: each kept arg moves down over those left out before it.
 	out := first
-	for i, a := range spans[:n] {
-		if !repeatedLater(b, a, spans[i+1:n]) {
+	for i, a := range spans {
+		if !repeatedLater(b, a, spans[i+1:]) {
 			out += copy(b[out:], b[a.key:a.end])
 		}
 	}
