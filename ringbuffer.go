@@ -137,9 +137,6 @@ func nop(...Arg) {}
 // made); other events take them from their Category and Namespace args, a
 // span's end none.
 func (r *recorder) record(gid uint64, k kind, flags uint8, cs catScope, name string, id uint64, args []Arg) func(...Arg) {
-	if r.late() { // before the category: a late event is counted whatever it is
-		return nil
-	}
 	n := uint64(1)
 	if len(args) > 0 {
 		if len(args) > maxArgs {
@@ -150,6 +147,7 @@ func (r *recorder) record(gid uint64, k kind, flags uint8, cs catScope, name str
 			// Only args give these events a category: an event
 			// without args has nothing to filter.
 			if cs = cs.from(args); cs.cat != 0 && !r.allows(cs.cat) {
+				r.late() // counted if Close began, whatever its category
 				return nil
 			}
 		}
@@ -172,7 +170,9 @@ type eventRest struct {
 }
 
 // put writes an event of n slots, its head and rest (nil when n is 1),
-// into the calling P's lane, and returns what record does. A span's start
+// into the calling P's lane, and returns what record does; it refuses
+// and counts an event once Close began (record does only for one its
+// category leaves out, which never gets here). A span's start
 // and end without args, the most common events, come here from Span and
 // the end function directly: record's longer list of parameters, which
 // does not fit the registers, and its checks of args cost a bare Span
