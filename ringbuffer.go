@@ -72,7 +72,9 @@ type lane struct {
 	cur    atomic.Pointer[chunk] // the chunk being filled
 	next   uint64                // the token to try first: see take
 	starts uint64                // spans started: see reuseAfter; read by any end
-	_      [40]byte
+
+	lapTaken, lapPassed uint64 // tokens handed out and passed over in this lap: see take
+	_                   [24]byte
 
 	// Consumer side: touched only by the flusher, under the flusher's mu.
 	read *chunk // the oldest chunk not read to its end, nil before the first

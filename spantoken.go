@@ -32,16 +32,24 @@ import (
 // comes, which a deferred end never meets (deferred calls run in reverse
 // order, so spans begun after it have ended).
 //
-// A lane whose tokens are held or freed too recently gets another block
-// of them, so a lane holds about reuseAfter tokens more than it has spans
-// open at once; tokens of spans the flusher forgot (see maxOpenSpans) are
-// taken back, so a program that never ends its spans does not grow the
-// blocks without bound.
+// A lane hands its tokens out in laps: take moves a cursor through the
+// blocks and passes over the tokens it cannot hand out (held, or freed
+// too recently). Each lap visits every token once, so the lane knows at
+// a lap's end how many it passed over; when they outnumber those it
+// handed out, it adds enough blocks for the next lap to hand out at least
+// as many as it passes over. A run of held tokens, however long, costs
+// its length once a lap, never a block. What a lap passes over is at most
+// the spans open at once (held) plus the tokens freed within the last
+// reuseAfter starts (at most reuseAfter plus the spans open), so the
+// blocks are bounded by the spans open at once, never by the spans
+// started: see maxTokens. Tokens of spans the flusher forgot (see
+// maxOpenSpans) are taken back, so a program that never ends its spans
+// does not hold them either.
 //
-// Why not a larger bound: the end function must be made in advance (an
-// allocation per span would cost more than the span), one per token, and
-// a token's end function and state take 48 bytes; a block a P is what
-// the bound costs in memory, 192 KiB a P for 4000 spans.
+// Why not a larger reuse bound: the end function must be made in advance
+// (an allocation per span would cost more than the span), one per token,
+// and a token's end function and state take 48 bytes; a block a P is
+// what the bound costs in memory, 192 KiB a P for 4000 spans.
 
 // tokenBlockSize is the number of tokens a lane gets at a time.
 const tokenBlockSize = 4096
@@ -50,10 +58,6 @@ const tokenBlockSize = 4096
 // there is handed out again: a little less than a block, so that a lane
 // whose spans end as they start (a tight loop) cycles through one block.
 const reuseAfter = 4000
-
-// tokenTries is how many tokens a start passes over (held, or freed too
-// recently) before its lane gets a new block.
-const tokenTries = 16
 
 // A spanToken names an open span: its lane and its index there.
 type spanToken struct {
@@ -98,17 +102,9 @@ func reusable(st, starts uint64) bool {
 func (l *lane) take(gid uint64) (uint64, func(...Arg)) {
 	blocks := *l.blocks.Load()
 	i := loadAcquire(&l.next)
-	for tries := 0; ; tries++ {
+	for {
 		if i >= uint64(len(blocks))*tokenBlockSize {
-			i = 0
-		}
-		if tries == tokenTries {
-			// Allocating while pinned is allowed; it happens once per
-			// 4096 spans held at once on this P.
-			i = uint64(len(blocks)) * tokenBlockSize
-			grown := append(blocks[:len(blocks):len(blocks)], newTokenBlock(l, int(i)))
-			l.blocks.Store(&grown)
-			blocks = grown
+			i = l.lapEnd(&blocks)
 		}
 		b := blocks[i/tokenBlockSize]
 		tok := &b.tokens[i%tokenBlockSize]
@@ -116,10 +112,33 @@ func (l *lane) take(gid uint64) (uint64, func(...Arg)) {
 			storePlain(&tok.state, held(gid)) // published with the head; the end's CAS orders it
 			storePlain(&l.next, i+1)
 			storePlain(&l.starts, starts+1)
+			l.lapTaken++
 			return i, b.ends[i%tokenBlockSize]
 		}
+		l.lapPassed++
 		i++
 	}
+}
+
+// lapEnd ends a lap of l's tokens: it returns the index the next lap
+// starts at, after adding blocks to *blocks if the lap passed over more
+// tokens than it handed out (see the note above).
+func (l *lane) lapEnd(blocks *[]*tokenBlock) uint64 {
+	passed, taken := l.lapPassed, l.lapTaken
+	l.lapPassed, l.lapTaken = 0, 0
+	if passed <= taken {
+		return 0
+	}
+	// Allocating while pinned is allowed; it happens only as the spans
+	// open at once on this P reach a new high.
+	first := len(*blocks) * tokenBlockSize
+	grown := (*blocks)[:len(*blocks):len(*blocks)]
+	for n := (passed - taken + tokenBlockSize - 1) / tokenBlockSize; n > 0; n-- {
+		grown = append(grown, newTokenBlock(l, len(grown)*tokenBlockSize))
+	}
+	l.blocks.Store(&grown)
+	*blocks = grown
+	return uint64(first)
 }
 
 // token returns l's token at index i.
@@ -171,4 +190,10 @@ func (r *recorder) release(token, gid uint64) {
 		l := ls[p]
 		swapWord(&l.token(token&(1<<32-1)).state, held(gid), free(loadAcquire(&l.starts)))
 	}
+}
+
+// maxTokens is the most tokens a lane holds while at most held of its
+// spans are open at once (see take): a whole number of blocks.
+func maxTokens(held int) int {
+	return ((4*held+2*reuseAfter)/tokenBlockSize + 2) * tokenBlockSize
 }

@@ -1,6 +1,7 @@
 package tracer
 
 import (
+	"math/rand/v2"
 	"runtime"
 	"strconv"
 	"sync"
@@ -264,4 +265,115 @@ func TestStaleEndBound(t *testing.T) {
 			assert.Len(t, tracecheck.SlicesNamed(tracks, "in flight"), tokenBlockSize)
 		})
 	}
+}
+
+// TestHeldSpansBoundTokens is issue 31's first defect: spans held for a
+// goroutine's life (a worker pool's `defer tracer.Span("worker")()`) back
+// to back on one P made every lap of the lane's tokens add a block, about
+// 48 bytes a span started, without bound. The tokens a P holds are
+// bounded by the spans open on it at once, never by the spans started
+// (maxTokens): checked for runs of held spans of every length around the
+// old 16-token threshold, and for spans held at random.
+func TestHeldSpansBoundTokens(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a million spans per case")
+	}
+	for _, heldSpans := range []int{15, 16, 20, 64, 1000, tokenBlockSize + 10} {
+		t.Run(strconv.Itoa(heldSpans), func(t *testing.T) {
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1)) // one lane
+			tr, _ := newTestTracer(t)
+			ends := make([]func(...Arg), heldSpans)
+			for i := range ends {
+				ends[i] = tr.Span("worker")
+			}
+			for range 250_000 {
+				tr.Span("job")()
+			}
+			got := len(*(*tr.lanes.Load())[0].blocks.Load())
+			assert.LessOrEqual(t, got, maxTokens(heldSpans)/tokenBlockSize,
+				"token blocks with %d spans held", heldSpans)
+			for i := len(ends) - 1; i >= 0; i-- {
+				ends[i]()
+			}
+			require.NoError(t, tr.Close())
+			assert.Zero(t, tr.Stats().Unmatched)
+		})
+	}
+	t.Run("worker pool", func(t *testing.T) {
+		// 32 workers, each holding a span for its life, on two Ps.
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+		tr, _ := newTestTracer(t)
+		jobs := make(chan int)
+		var wg sync.WaitGroup
+		for range 32 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer tr.Span("worker")()
+				for range jobs {
+					tr.Span("job")()
+				}
+			}()
+		}
+		for i := range 500_000 {
+			jobs <- i
+		}
+		close(jobs)
+		wg.Wait()
+		for p, l := range *tr.lanes.Load() {
+			if l != nil {
+				assert.LessOrEqual(t, len(*l.blocks.Load()), maxTokens(32)/tokenBlockSize, "P %d", p)
+			}
+		}
+		require.NoError(t, tr.Close())
+		assert.Zero(t, tr.Stats().Unmatched)
+	})
+	t.Run("random", func(t *testing.T) {
+		seed := time.Now().UnixNano()
+		t.Logf("seed %d (TestHeldSpansBoundTokens/random)", seed)
+		rng := rand.New(rand.NewPCG(uint64(seed), 0))
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+		tr, _ := newTestTracer(t)
+		tr.Span("first")() // makes the lane
+		l := (*tr.lanes.Load())[0]
+		// Each held span on a goroutine of its own, as a server's
+		// requests: ended in any order, they end in order on their track.
+		hold := func() (end func()) {
+			started, release, done := make(chan struct{}), make(chan struct{}), make(chan struct{})
+			go func() {
+				defer close(done)
+				defer tr.Span("held")()
+				close(started)
+				<-release
+			}()
+			<-started
+			return func() { close(release); <-done }
+		}
+		var open []func()
+		peak := 0
+		for range 400 {
+			// A burst that holds some spans, ends some of those held at
+			// random, and runs short ones between.
+			for range rng.IntN(64) {
+				open = append(open, hold())
+			}
+			peak = max(peak, len(open))
+			for n := rng.IntN(len(open) + 1); n > 0; n-- {
+				i := rng.IntN(len(open))
+				open[i]()
+				open[i] = open[len(open)-1]
+				open = open[:len(open)-1]
+			}
+			for range rng.IntN(4 * reuseAfter) {
+				tr.Span("short")()
+			}
+			require.LessOrEqual(t, len(*l.blocks.Load()), maxTokens(peak)/tokenBlockSize,
+				"seed %d: %d spans held at most", seed, peak)
+		}
+		for _, end := range open {
+			end()
+		}
+		require.NoError(t, tr.Close())
+		assert.Zero(t, tr.Stats().Unmatched, "seed %d", seed)
+	})
 }
