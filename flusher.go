@@ -520,7 +520,7 @@ func (f *flusher) startBatch(block bool) bool {
 			return false
 		}
 	}
-	b.op, b.headLen, b.ends = opWrite, 0, b.ends[:0]
+	b.op, b.headLen, b.openLen, b.ends = opWrite, 0, 0, b.ends[:0]
 	f.cur = b
 	f.enc.buf = b.buf[:0]
 	if f.traits.files != nil {
@@ -716,6 +716,9 @@ func (f *flusher) stats() Stats {
 	if o := f.traits.overwritten; o != nil {
 		s.Overwritten = o.Load()
 	}
+	if c := f.traits.files; c != nil {
+		s.Deleted = c.deleted()
+	}
 	return s
 }
 
@@ -737,6 +740,7 @@ func (f *flusher) maybeRotate(b *batch) {
 		f.names.newFile()
 		f.enc.buf = b.buf[:0]
 		f.appendHeader()
+		b.openLen = len(f.enc.buf)
 		if f.dropsShown {
 			f.appendDropCounter(nanotime())
 		}
@@ -749,7 +753,7 @@ func (f *flusher) maybeRotate(b *batch) {
 
 // reopenSpans writes again the B events of the spans whose B event is in
 // an earlier file and whose E event is yet to come, outermost first.
-func (f *flusher) reopenSpans() { f.open.appendBegins(&f.enc, true) }
+func (f *flusher) reopenSpans() { f.open.reopen(&f.enc, f.batch) }
 
 // drainImported appends what the source holds to the batches of this
 // pass, starting new batches as they fill. With block false (a recording
@@ -785,7 +789,7 @@ func (f *flusher) snapshot(events []byte, size int) []byte {
 	// out, and operations still open end now.
 	f.enc.buf, _ = keepPairs(f.enc.buf, events, jsonenc.Micros(nil, nanotime()-f.base))
 	f.names.forAll(func(gid uint64, tn *trackName) { f.enc.appendTrackName(gid, tn) })
-	f.open.appendBegins(&f.enc, false)
+	f.open.appendBegins(&f.enc)
 	f.appendEnd()
 	b := f.enc.buf
 	f.enc.buf = saved

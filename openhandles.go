@@ -249,23 +249,26 @@ func (a *anySpans) unwriteAsyncs(fl failure) {
 	}
 }
 
-// appendAsyncs appends, after appendBegins' B events, the "b" events of
-// the SpanHandles off their stacks whose end has not come: for a new file
-// (writtenOnly), those whose "b" is in an earlier file, so that their "e"
-// has its "b" in the file it is in; for a flight recording, every one,
-// with an "e" now, as the recording ends the async operations still open.
-func (a *anySpans) appendAsyncs(enc *encoder, writtenOnly bool) {
-	var at int64
-	if !writtenOnly {
-		at = nanotime()
-	}
+// appendAsyncs appends, after appendBegins' B events, a "b" and an "e"
+// event (now) for every SpanHandle off its stack whose end has not come:
+// a flight recording ends the async operations still open.
+func (a *anySpans) appendAsyncs(enc *encoder) {
+	at := nanotime()
 	for _, st := range a.asyncs {
-		if writtenOnly && !st.written {
-			continue
-		}
 		enc.anyAsync(&st.start, st.rest, nil, 'b', st.start.at())
-		if !writtenOnly {
-			enc.anyAsync(&st.start, st.rest, nil, 'e', at)
+		enc.anyAsync(&st.start, st.rest, nil, 'e', at)
+	}
+}
+
+// reopenAsyncs appends, after reopen's B events, the "b" event of each
+// SpanHandle off its stack whose "b" is in an earlier file and whose end
+// has not come, so that its "e" has its "b" in the file it is in, and
+// notes that it is now in batch (see reopen).
+func (a *anySpans) reopenAsyncs(enc *encoder, batch uint64) {
+	for _, st := range a.asyncs {
+		if st.written {
+			st.batch, st.off = batch, len(enc.buf)
+			enc.anyAsync(&st.start, st.rest, nil, 'b', st.start.at())
 		}
 	}
 }

@@ -230,18 +230,32 @@ func (f *flusher) writeOldBegins(before int64, block bool) bool {
 	return f.writeOldAsyncs(before, block)
 }
 
-// appendBegins appends a B event for each open span, outermost first; with
-// writtenOnly, only for those whose B event was written already (a new
-// file repeats them).
-func (o *openSpans) appendBegins(enc *encoder, writtenOnly bool) {
+// appendBegins appends a B event for each open span, outermost first, for
+// a flight recording: see snapshot.
+func (o *openSpans) appendBegins(enc *encoder) {
 	for _, s := range o.stacks {
 		for i := range *s {
-			if sp := &(*s)[i]; sp.written || !writtenOnly {
+			enc.begin(&(*s)[i].start, (*s)[i].rest())
+		}
+	}
+	o.anys.appendAsyncs(enc)
+}
+
+// reopen appends again, at the top of a new file, the B event of each
+// open span whose B event is in an earlier file, outermost first, and
+// notes that it is now in batch, so that a failed write of the new file's
+// head unwrites it like any other (see unwrite): an E in the new file
+// must find its B there.
+func (o *openSpans) reopen(enc *encoder, batch uint64) {
+	for _, s := range o.stacks {
+		for i := range *s {
+			if sp := &(*s)[i]; sp.written {
+				sp.batch, sp.off = batch, int32(len(enc.buf))
 				enc.begin(&sp.start, sp.rest())
 			}
 		}
 	}
-	o.anys.appendAsyncs(enc, writtenOnly)
+	o.anys.reopenAsyncs(enc, batch)
 }
 
 // unwrite forgets the B events that a failed write lost, so that they are

@@ -271,7 +271,7 @@ func (g *gzipSink) Close() error {
 	var joinErr error
 	if g.path != "" && g.raw <= joinLimit {
 		if err := joinGzipMembers(g.path); err != nil {
-			joinErr = fmt.Errorf("tracer: %s is complete, but chrome://tracing reads only its first gzip member: %w", g.path, err)
+			joinErr = &unjoinedError{path: g.path, err: err}
 		}
 	}
 	if err := g.out.Close(); err != nil {
@@ -279,6 +279,19 @@ func (g *gzipSink) Close() error {
 	}
 	return joinErr
 }
+
+// An unjoinedError says that a gzip trace could not be joined into one
+// member (see joinGzipMembers): a full disk has no room for the copy.
+type unjoinedError struct {
+	path string
+	err  error
+}
+
+func (e *unjoinedError) Error() string {
+	return fmt.Sprintf("tracer: %s is complete, but chrome://tracing reads only its first gzip member: %v", e.path, e.err)
+}
+
+func (e *unjoinedError) Unwrap() error { return e.err }
 
 // gzipTrailer returns the end of a gzip member: the CRC-32 and the size,
 // modulo 2^32, of its uncompressed data.

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"go.uber.org/atomic"
 )
 
 // Rotation. With WithMaxFileSize, the trace at path is cut into files of
@@ -57,9 +59,24 @@ type rotator struct {
 	retired     sync.WaitGroup
 	lastRetired chan struct{} // closed when the latest retirement is done
 
-	mu      sync.Mutex // guards what follows, shared with retire
-	rotated []int      // sequence numbers of the rotated files on disk, oldest first
-	errs    []error    // from retire, for the flusher to report
+	removed atomic.Uint64 // events in the files retire removed: see deleted
+
+	mu       sync.Mutex     // guards what follows, shared with retire
+	rotated  []rotatedFile  // the rotated files on disk, oldest first
+	unjoined []unjoinedFile // gzip files whose join failed: see rejoin
+	errs     []error        // from retire, for the flusher to report
+}
+
+// An unjoinedFile is a rotated gzip file whose join failed.
+type unjoinedFile struct {
+	seq int
+	err *unjoinedError // the last failure
+}
+
+// A rotatedFile is a rotated file on disk.
+type rotatedFile struct {
+	seq    int // its sequence number
+	events int // the events this tracer wrote to it: none for an earlier run's
 }
 
 func newRotator(path string, o *sinkOptions) (*rotator, error) {
@@ -107,12 +124,12 @@ func (r *rotator) findRotated() error {
 			continue
 		}
 		if seq, err := strconv.Atoi(mid); err == nil && seq >= 0 && fmt.Sprintf("%06d", seq) == mid {
-			r.rotated = append(r.rotated, seq)
+			r.rotated = append(r.rotated, rotatedFile{seq: seq})
 		}
 	}
-	slices.Sort(r.rotated)
+	slices.SortFunc(r.rotated, func(a, b rotatedFile) int { return a.seq - b.seq })
 	if n := len(r.rotated); n > 0 {
-		r.next = r.rotated[n-1] + 1
+		r.next = r.rotated[n-1].seq + 1
 	} else {
 		r.next = 1
 	}
@@ -145,6 +162,12 @@ func (r *rotator) Write(p []byte) (int, error) { return r.out.Write(p) }
 func (r *rotator) Close() error {
 	err := r.out.Close()
 	r.retired.Wait()
+	r.mu.Lock()
+	r.rejoin()
+	for _, u := range r.unjoined {
+		r.errs = append(r.errs, u.err)
+	}
+	r.mu.Unlock()
 	return errors.Join(append(r.takeErrors(), err)...)
 }
 
@@ -161,18 +184,20 @@ func (r *rotator) ratio() float64 {
 
 // cut renames the current file, ends it with end, opens a new one at path
 // and retires the old one: see swap and retire.
-func (r *rotator) cut(end []byte) (errs []error, err error) {
+func (r *rotator) cut(end []byte, events, endEvents int) (endErr error, errs []error, err error) {
 	errs = r.takeErrors()
 	old, seq, err := r.swap()
 	if err != nil {
-		return errs, err
+		return nil, errs, err
 	}
-	if _, err := old.Write(end); err != nil {
-		errs = append(errs, err)
+	if _, endErr = old.Write(end); endErr == nil {
+		events += endEvents
 	}
-	r.retire(old, seq)
-	return errs, nil
+	r.retire(old, rotatedFile{seq: seq, events: events})
+	return endErr, errs, nil
 }
+
+func (r *rotator) deleted() uint64 { return r.removed.Load() }
 
 // swap renames the current file to its rotated name and opens a new one at
 // path. It returns the old file's sink and sequence number, for cut to
@@ -200,9 +225,6 @@ func (r *rotator) swap() (sink, int, error) {
 			oldGz.path = "" // about to be removed: not worth joining
 		}
 	}
-	r.mu.Lock()
-	r.rotated = append(r.rotated, seq)
-	r.mu.Unlock()
 	return old, seq, nil
 }
 
@@ -211,7 +233,10 @@ func (r *rotator) swap() (sink, int, error) {
 // reads the whole file, and the flusher must not wait for it. Each
 // retirement waits for the one before and removes no file newer than its
 // own, so that no file is removed before it is finished.
-func (r *rotator) retire(old sink, seq int) {
+func (r *rotator) retire(old sink, file rotatedFile) {
+	r.mu.Lock()
+	r.rotated = append(r.rotated, file)
+	r.mu.Unlock()
 	r.retired.Add(1)
 	prev, done := r.lastRetired, make(chan struct{})
 	r.lastRetired = done
@@ -224,16 +249,41 @@ func (r *rotator) retire(old sink, seq int) {
 		err := old.Close()
 		r.mu.Lock()
 		defer r.mu.Unlock()
-		if err != nil {
+		r.rejoin()
+		if u, ok := err.(*unjoinedError); ok {
+			r.unjoined = append(r.unjoined, unjoinedFile{file.seq, u})
+		} else if err != nil {
 			r.errs = append(r.errs, err)
 		}
-		for r.opts.maxFiles > 0 && len(r.rotated) > r.opts.maxFiles-1 && r.rotated[0] <= seq {
-			if err := os.Remove(r.name(r.rotated[0])); err != nil && !errors.Is(err, os.ErrNotExist) {
+		for r.opts.maxFiles > 0 && len(r.rotated) > r.opts.maxFiles-1 && r.rotated[0].seq <= file.seq {
+			if err := os.Remove(r.name(r.rotated[0].seq)); err != nil && !errors.Is(err, os.ErrNotExist) {
 				r.errs = append(r.errs, fmt.Errorf("tracer: removing an old file: %w", err))
+			} else {
+				r.removed.Add(uint64(r.rotated[0].events))
 			}
 			r.rotated = r.rotated[1:]
 		}
 	}()
+}
+
+// rejoin joins again the members of the rotated gzip files whose join
+// failed (a full disk has no room for the copy), as long as they are
+// kept: a later retirement, or Close, may find room. At Close, it reports
+// those that stay as they are: complete, but read by chrome://tracing
+// only up to their first member. r.mu is held: the joins are of files
+// already retired, which no other goroutine touches.
+func (r *rotator) rejoin() {
+	kept := r.unjoined[:0]
+	for _, u := range r.unjoined {
+		if !slices.ContainsFunc(r.rotated, func(f rotatedFile) bool { return f.seq == u.seq }) {
+			continue // removed: see WithMaxFiles
+		}
+		if err := joinGzipMembers(r.name(u.seq)); err != nil {
+			u.err = &unjoinedError{path: r.name(u.seq), err: err}
+			kept = append(kept, u)
+		}
+	}
+	r.unjoined = kept
 }
 
 // takeErrors returns the errors of past retirements.

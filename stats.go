@@ -15,6 +15,10 @@ type Stats struct {
 	Forgotten  uint64 // open spans not written: ended out of order, or past the bound on open spans (see Span)
 	Refused    uint64 // events and counter series left out because no viewer can show them (see Counter)
 
+	// Deleted counts the events of Events that were in files WithMaxFiles
+	// removed: Events minus Deleted are the events in the files on disk.
+	Deleted uint64
+
 	// Overwritten counts the events a FlightRecorder pushed out of its
 	// window to make room for newer ones: the point of the window, not a
 	// loss like Dropped.

@@ -38,6 +38,7 @@ type batch struct {
 	buf     []byte
 	end     []byte // opRotate: the end of the file being rotated
 	headLen int    // opRotate: the new file's head at the start of buf
+	openLen int    // opRotate: the part of the head that opens the file, "[" and the process metadata
 	events  int    // events in buf, for Stats
 	seq     uint64 // the encoder's number for it: names the B events it holds
 	done    chan error
@@ -68,7 +69,10 @@ type writer struct {
 
 	lostFrom []failure // the last failed writes: see unpair
 	carry    []byte    // E events to write before the next batch: see carryEnds
-	joined   []byte    // carry and the next batch, for one write
+	opening  []byte    // the current file's opening, not written yet: see rotate
+	joined   []byte    // opening, carry and the next batch, for one write
+
+	fileEvents int // events written to the current file: see rotate
 
 	busySince atomic.Int64 // nanotime when the write under way started, 0 when none is
 
@@ -158,15 +162,17 @@ func (w *writer) finish() error {
 	return errors.Join(err, w.sink.Close())
 }
 
-// write writes p, the events of b, to the sink, after the E events a
+// write writes p, the events of b, to the sink, after the opening of a
+// new file whose first write failed (see rotate) and the E events a
 // failed write carried over (see carryEnds).
 func (w *writer) write(b *batch, p []byte) {
-	if len(p) == 0 {
+	no, nc := len(w.opening), len(w.carry)
+	if len(p) == 0 && no == 0 {
 		return
 	}
-	q, nc := p, len(w.carry)
-	if nc > 0 {
-		w.joined = append(append(w.joined[:0], w.carry...), p...)
+	q := p
+	if no+nc > 0 {
+		w.joined = append(append(append(w.joined[:0], w.opening...), w.carry...), p...)
 		q = w.joined
 	}
 	w.busySince.Store(nanotime())
@@ -174,9 +180,20 @@ func (w *writer) write(b *batch, p []byte) {
 	w.busySince.Store(0)
 	w.bytes.Add(uint64(n))
 	w.flushes.Inc()
+	if no > 0 {
+		// A sink takes whole events or nothing of a failed write, so the
+		// opening is written whole, before anything else, or not at all.
+		if n < no {
+			w.opening = w.opening[:copy(w.opening, w.opening[n:])]
+			n = 0
+		} else {
+			w.opening = w.opening[:0]
+			n -= no
+		}
+	}
 	if nc > 0 {
 		sent := min(n, nc)
-		w.events.Add(uint64(eventsIn(w.carry[:sent])))
+		w.delivered(eventsIn(w.carry[:sent]))
 		w.carry = w.carry[:copy(w.carry, w.carry[sent:])]
 		n -= sent
 	}
@@ -190,22 +207,28 @@ func (w *writer) write(b *batch, p []byte) {
 			fl := failure{seq: b.seq, delivered: len(b.buf) - len(p) + n}
 			delivered := min(eventsIn(p[:n]), b.events)
 			carried := w.carryEnds(b, fl.delivered)
-			w.events.Add(uint64(delivered))
+			w.delivered(delivered)
 			w.lost.Add(uint64(max(b.events-delivered-carried, 0)))
 			w.failed = append(w.failed, fl)
 			w.lostFrom = append(w.lostFrom[max(0, len(w.lostFrom)-recentFailures+1):], fl)
 		} else {
-			w.events.Add(uint64(b.events))
+			w.delivered(b.events)
 		}
 		w.errs.add(err)
 		w.mu.Unlock()
 		w.onError(err)
 		return
 	}
-	w.events.Add(uint64(b.events))
+	w.delivered(b.events)
 	if w.files != nil {
 		w.ratio.Store(math.Float64bits(w.files.ratio()))
 	}
+}
+
+// delivered counts n events written to the sink.
+func (w *writer) delivered(n int) {
+	w.events.Add(uint64(n))
+	w.fileEvents += n
 }
 
 // carryEnds keeps, to write before the next batch, the E events of b that
@@ -354,23 +377,45 @@ func (r *repeatedError) Unwrap() error { return r.err }
 // current file and writes the batch to the new one. If no new file could
 // be started, the current file goes on, and the batch's events are
 // written to it without the new file's head.
+//
+// A new file must start with its opening ("[" and the process metadata)
+// whatever becomes of the batch's write: on a full disk it fails like any
+// other. So the opening is kept until a write delivers it, and goes
+// before anything else the file gets; while it waits, the file is empty,
+// and the next rotation writes to it rather than ending an empty file.
+// The rest of a lost head the encoder writes again, as it does for any
+// failed write: the drop counter, the goroutines' names, the B events of
+// the spans still open (see openSpans.reopen).
 func (w *writer) rotate(b *batch) {
-	end := b.end
-	if len(w.carry) > 0 {
-		// The carried E events end spans of the file being ended.
-		end = append(w.carry, b.end...)
+	if len(w.opening) == 0 {
+		end, carried := b.end, eventsIn(w.carry)
+		if carried > 0 {
+			// The carried E events end spans of the file being ended.
+			end = append(w.carry, b.end...)
+		}
+		endErr, errs, err := w.files.cut(end, w.fileEvents, carried)
+		for _, err := range errs {
+			w.fail(err)
+		}
+		if err != nil {
+			w.fail(err)
+			w.write(b, b.buf[b.headLen:]) // the carry too: the file goes on
+			return
+		}
+		if endErr != nil {
+			w.lost.Add(uint64(carried))
+			w.fail(endErr)
+		} else {
+			w.events.Add(uint64(carried))
+		}
+	} else {
+		// The current file is empty: it starts with this head instead.
+		// Its carry, if any, ends spans whose B events are in no file.
+		w.lost.Add(uint64(eventsIn(w.carry)))
 	}
-	errs, err := w.files.cut(end)
-	for _, err := range errs {
-		w.fail(err)
-	}
-	if err != nil {
-		w.fail(err)
-		w.write(b, b.buf[b.headLen:]) // the carry too: the file goes on
-		return
-	}
-	w.carry = w.carry[:0]
-	w.write(b, b.buf)
+	w.carry, w.fileEvents = w.carry[:0], 0
+	w.opening = append(w.opening[:0], b.buf[:b.openLen]...)
+	w.write(b, b.buf[b.openLen:])
 }
 
 // ErrTimeout is returned by Flush, Close and Stop when the sink did not
