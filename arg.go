@@ -107,12 +107,12 @@ func Time(key string, t time.Time) Arg {
 var minNanoTime, maxNanoTime = time.Unix(0, math.MinInt64), time.Unix(0, math.MaxInt64)
 
 // Stringer returns an Arg holding v, shown as the text v.String() returns.
-// String is called by the flusher, at the next flush, and only if the
-// event is recorded: tracing off, or a category filtered out, costs no
-// formatting. So v must be safe to call from another goroutine later, and
-// should not change meanwhile: ids, addresses, immutable values. A nil v
-// is shown as "<nil>", and a String method that panics as the panic's
-// text, the way fmt shows them.
+// String is called only if the event is recorded (tracing off, or a
+// category filtered out, costs no formatting), when it is recorded, on the
+// goroutine that records it, as zap and slog format their values: the text
+// is v's at that moment, and String may do anything its caller may,
+// record into the same tracer included. A nil v is shown as "<nil>", and
+// a String method that panics as the panic's text, the way fmt shows them.
 //
 // Go allocates when it makes an interface of a value that is not a
 // pointer (a struct, a string): pass a pointer to keep Stringer free.

@@ -493,7 +493,7 @@ func mayRepeatKeys(as, more []slot, lane bool) bool {
 
 // argWidth returns how many slots the arg whose head is a takes.
 func argWidth(a *slot) int {
-	if k := a.argKind(); k == argStringer || k == argString && a.meta&metaHasValue != 0 {
+	if a.argKind() == argString && a.meta&metaHasValue != 0 {
 		return 2
 	}
 	return 1
@@ -596,9 +596,6 @@ func (e *encoder) appendArgList(b []byte, as []slot) []byte {
 			b = append(b, '"')
 			b = time.Unix(int64(a.num), 0).UTC().AppendFormat(b, time.RFC3339Nano)
 			b = append(b, '"')
-		case argStringer:
-			i++
-			b = jsonenc.String(b, callString(stringer(a.num, as[i].p)))
 		}
 		b = append(b, ',')
 	}

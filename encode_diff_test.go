@@ -35,7 +35,8 @@ func slotsOf(e diffEvent) []slot {
 	}
 	cs := e.cs.from(args)
 	extra := cs != (catScope{}) || e.k.hasID()
-	n := 1 + argSlots(args)
+	n, _ := argSlots(args)
+	n++
 	if extra {
 		n++
 	}
@@ -258,7 +259,8 @@ func splitEndArgs(rng *rand.Rand, e diffEvent) (diffEvent, []slot) {
 		cut--
 	}
 	endArgs := e.args[cut:]
-	end := make([]slot, argSlots(endArgs))
+	n, _ := argSlots(endArgs)
+	end := make([]slot, n)
 	putArgs(end, endArgs)
 	e.args = e.args[:cut:cut]
 	return e, end

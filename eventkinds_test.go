@@ -500,9 +500,9 @@ type panicky struct{}
 
 func (panicky) String() string { panic("no text") }
 
-// TestStringerArg: Stringer is formatted by the flusher, only when the
-// event is recorded, and a nil or panicking Stringer gives the text fmt
-// would (issue 11 item 2).
+// TestStringerArg: Stringer is formatted when the event is recorded, and
+// only then, and a nil or panicking Stringer gives the text fmt would
+// (issue 11 item 2).
 func TestStringerArg(t *testing.T) {
 	var log errorLog
 	tr, path := newTestTracer(t, WithCategories("on"), WithErrorHandler(log.handle))
@@ -517,7 +517,7 @@ func TestStringerArg(t *testing.T) {
 		"addr": "10.0.0.1:443 \"quoted\"", "nil": "<nil>", "nil pointer": "<nil>",
 		"panics": "%!v(PANIC=String method: no text)",
 	}, find(t, readClosed(t, path), "X", "dial").Args)
-	assert.Equal(t, int32(1), addr.calls.Load(), "called once, by the flusher")
+	assert.Equal(t, int32(1), addr.calls.Load(), "called once")
 	assert.Zero(t, skipped.calls.Load(), "not called for an event not recorded")
 	assert.Equal(t, uint64(2), tr.Stats().Refused, "a counter series must be a number: the series, and the counter left with none")
 

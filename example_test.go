@@ -445,9 +445,9 @@ type userID int
 
 func (u *userID) String() string { return fmt.Sprintf("user-%d", int(*u)) }
 
-// A Stringer arg is formatted by the flusher, and only if the event is
-// recorded, so a span that carries one costs no formatting when tracing is
-// off. Pass a pointer: Go allocates to make an interface of a plain value.
+// A Stringer arg is formatted only if the event is recorded, so a span
+// that carries one costs no formatting when tracing is off. Pass a
+// pointer: Go allocates to make an interface of a plain value.
 func ExampleStringer() {
 	defer inTempDir()()
 	tracer.Start("trace.json")

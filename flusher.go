@@ -644,10 +644,12 @@ func (f *flusher) syncBy(giveUp <-chan time.Time) error {
 	}
 }
 
-// close encodes everything left, ends the JSON array, waits for the writer
-// and closes the sink. The last event is the final drop counter, written
-// without the comma, so a closed file is strict JSON.
-func (f *flusher) close() error {
+// close encodes everything left and ends the JSON array; the caller then
+// waits for the writer and closes the sink (writer.finish) once it has
+// released the flusher's mu, since closing a Sink runs user code. The last
+// event is the final drop counter, written without the comma, so a closed
+// file is strict JSON.
+func (f *flusher) close() {
 	f.closing = true
 	if !f.traits.window {
 		f.pass(true)
@@ -663,7 +665,6 @@ func (f *flusher) close() error {
 	f.closed.Store(true)
 	f.r.lateDrops.Add(f.unread())
 	f.lateKeptEnds()
-	return f.out.finish()
 }
 
 // unread counts the events published after the last pass of Close, which

@@ -122,9 +122,10 @@ func (cs catScope) from(args []Arg) catScope {
 
 // argSlots returns the slots args take: one each, one more for a
 // non-empty string value, none for Category and Namespace, which the extra
-// slot holds, and none for the zero Arg, which is ignored.
-func argSlots(args []Arg) uint64 {
-	n := uint64(0)
+// slot holds, and none for the zero Arg, which is ignored. It reports
+// whether args hold a Stringer, which must be formatted before it is
+// recorded (see formatArgs); its slots are counted as a string's.
+func argSlots(args []Arg) (n uint64, stringers bool) {
 	for i := range args {
 		switch args[i].kind {
 		case argCategory, argScope, 0:
@@ -135,11 +136,28 @@ func argSlots(args []Arg) uint64 {
 			}
 		case argStringer:
 			n += 2
+			stringers = true
 		default:
 			n++
 		}
 	}
-	return n
+	return n, stringers
+}
+
+// formatArgs returns args with each Stringer replaced by the text its
+// String method returns, in buf. It runs on the recording goroutine
+// before anything is recorded, with no lock held and pinned to no P: a
+// String method may do what any code may do, including record into the
+// same tracer, Flush or Close it, or wait. So the tracer never calls user
+// code from the encoder (see docs/guarantees.md).
+func formatArgs(buf *[maxArgs]Arg, args []Arg) []Arg {
+	out := buf[:copy(buf[:], args)]
+	for i := range out {
+		if a := &out[i]; a.kind == argStringer {
+			*a = String(a.key, callString(stringer(a.num, unsafe.StringData(a.str))))
+		}
+	}
+	return out
 }
 
 // putArgs writes args into s, which argSlots(args) slots long.
@@ -154,7 +172,7 @@ func putArgs(s []slot, args []Arg) {
 		d.num, d.meta = a.num, uint64(a.kind)
 		d.setStr(a.key)
 		i++
-		if a.kind == argString && a.str != "" || a.kind == argStringer {
+		if a.kind == argString && a.str != "" {
 			d.meta |= metaHasValue
 			s[i].setStr(a.str)
 			i++

@@ -3,6 +3,8 @@ package tracer
 import (
 	"errors"
 	"fmt"
+	"os"
+	"runtime/debug"
 
 	"go.uber.org/atomic"
 )
@@ -54,6 +56,27 @@ type ownGoroutines struct {
 func (r *recorder) onOwnGoroutine() bool {
 	g := goroutineID()
 	return g == r.own.writing.Load() || g == r.own.flushing.Load()
+}
+
+// A panic in user code the tracer calls is recovered, wherever it runs:
+// the program goes on, and the panic shows where the code's result would
+// have: a String method's as the arg's text (callString, as fmt shows
+// it), a Sink's or io.Writer's Write or Close as a failed write reported
+// to the error handler (writerSink), and the error handler's on standard
+// error, once, with its stack: the handler cannot be told of itself.
+
+// recoverHandler returns the error handler h, made to recover its panics.
+func recoverHandler(h func(error)) func(error) {
+	var told atomic.Bool
+	return func(err error) {
+		defer func() {
+			if p := recover(); p != nil && told.CompareAndSwap(false, true) {
+				fmt.Fprintf(os.Stderr, "tracer: the error handler panicked: %v\n(it was given: %v; later panics of the handler are not shown)\n%s",
+					p, err, debug.Stack())
+			}
+		}()
+		h(err)
+	}
 }
 
 // reentrant returns the error op returns on one of t's own goroutines.

@@ -144,7 +144,7 @@ func (r *recorder) record(gid uint64, k kind, flags uint8, cs catScope, name str
 		if len(args) > maxArgs {
 			args = args[:maxArgs]
 		}
-		n += argSlots(args)
+		slots, stringers := argSlots(args)
 		if k < kindAsyncBegin && k != kindEnd {
 			// Only args give these events a category: an event
 			// without args has nothing to filter.
@@ -153,6 +153,10 @@ func (r *recorder) record(gid uint64, k kind, flags uint8, cs catScope, name str
 				return nil
 			}
 		}
+		if stringers {
+			return r.recordFormatted(gid, k, flags, cs, name, id, args)
+		}
+		n += slots
 	}
 	extra := cs != (catScope{}) || k.hasID()
 	if extra {
@@ -162,6 +166,26 @@ func (r *recorder) record(gid uint64, k kind, flags uint8, cs catScope, name str
 		return r.put(gid, k, flags, name, id, 1, nil)
 	}
 	return r.put(gid, k, flags, name, id, n, &eventRest{args: args, cs: cs, extra: extra})
+}
+
+// recordFormatted is record for an event whose args hold a Stringer: it
+// formats them (formatArgs), unless Close began, and records the text. It
+// is apart from record so that the array it formats into takes no room
+// on record's stack.
+//
+//go:noinline
+func (r *recorder) recordFormatted(gid uint64, k kind, flags uint8, cs catScope, name string, id uint64, args []Arg) func(...Arg) {
+	if !r.recording.Load() {
+		return r.put(gid, k, flags, name, id, 1, nil) // refused and counted as late
+	}
+	var buf [maxArgs]Arg
+	args = formatArgs(&buf, args)
+	n, _ := argSlots(args)
+	extra := cs != (catScope{}) || k.hasID()
+	if extra {
+		n++
+	}
+	return r.put(gid, k, flags, name, id, n+1, &eventRest{args: args, cs: cs, extra: extra})
 }
 
 // An eventRest is what an event holds besides its head: see slot.

@@ -3,6 +3,7 @@ package tracer
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 )
@@ -58,13 +59,13 @@ func (s *writerSink) Write(p []byte) (int, error) {
 
 func (s *writerSink) write(p []byte) (int, error) {
 	if len(s.rest) > 0 {
-		n, err := s.w.Write(s.rest)
+		n, err := s.call(s.rest)
 		s.rest = s.rest[:copy(s.rest, s.rest[n:])]
 		if err != nil {
 			return 0, err
 		}
 	}
-	n, err := s.w.Write(p)
+	n, err := s.call(p)
 	if err != nil && n > 0 && n < len(p) {
 		end := len(p)
 		if !s.whole {
@@ -82,6 +83,18 @@ func (s *writerSink) write(p []byte) (int, error) {
 	return n, err
 }
 
+// call calls the writer's Write, user code: a panic in it is a write that
+// failed, with nothing written.
+func (s *writerSink) call(p []byte) (n int, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			n, err = 0, fmt.Errorf("tracer: the sink's Write panicked: %v", r)
+		}
+	}()
+	n, err = s.w.Write(p)
+	return min(max(n, 0), len(p)), err // a Writer that misreports n must not make the tracer panic
+}
+
 func (s *writerSink) traits() sinkTraits { return sinkTraits{pipe: s.pipe} }
 
 // Close finishes a unit that the last Write cut, if the writer takes it
@@ -93,7 +106,17 @@ func (s *writerSink) Close() error {
 		_, err = s.Write(nil)
 	}
 	if s.close != nil {
-		err = errors.Join(err, s.close())
+		err = errors.Join(err, s.callClose())
 	}
 	return err
+}
+
+// callClose calls the Sink's Close, user code: a panic in it is an error.
+func (s *writerSink) callClose() (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("tracer: the sink's Close panicked: %v", r)
+		}
+	}()
+	return s.close()
 }

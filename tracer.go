@@ -110,6 +110,7 @@ func newTracer(s sink, o options) (*Tracer, error) {
 	if o.onError == nil {
 		o.onError = printErrorOnce()
 	}
+	o.onError = recoverHandler(o.onError)
 	t := &Tracer{
 		opts: o,
 		done: make(chan struct{}),
@@ -203,7 +204,9 @@ func (t *Tracer) Flush() error {
 // still recording, and more than once; later calls return the first call's
 // error. If the sink stalls, Close returns ErrTimeout after the stop
 // timeout (WithStopTimeout) and finishes in the background. If the tracer
-// dropped events, Close tells the error handler once, with what to change.
+// dropped events, or spans were still open, Close tells the error handler
+// once, with what to change, after the tracer is closed: a handler that
+// calls Close gets the first call's error.
 func (t *Tracer) Close() error {
 	if t == nil {
 		return nil
@@ -211,7 +214,9 @@ func (t *Tracer) Close() error {
 	if t.onOwnGoroutine() {
 		return reentrant("Close")
 	}
+	first := false
 	t.closeOnce.Do(func() {
+		first = true
 		// A closed default tracer is no default: Start may start another.
 		std.CompareAndSwap(unsafe.Pointer(t), nil)
 		t.recording.Store(false)
@@ -219,14 +224,20 @@ func (t *Tracer) Close() error {
 		t.closeErr = t.wait(func() error {
 			<-t.done
 			t.flusher.mu.Lock()
-			defer t.flusher.mu.Unlock()
-			return t.flusher.close()
+			t.flusher.close()
+			t.flusher.mu.Unlock()
+			// Closing the sink runs user code (a Sink's Close, the rest
+			// of an event cut by an io.Writer): no lock is held.
+			return t.flusher.out.finish()
 		})
+	})
+	if first {
+		// User code too, once the tracer is closed.
 		t.refusal.report(t.opts.onError)
 		if st := t.Stats(); st.Dropped > 0 {
 			t.opts.onError(dropReport(st))
 		}
-	})
+	}
 	return t.closeErr
 }
 
