@@ -80,24 +80,46 @@ func openFile(path string, fifoWait time.Duration) (*fileSink, *writerSink, erro
 		}
 		return nil, newWriterSink(f, f.Close), nil
 	}
-	// Not O_TRUNC: a file another tracer writes must be left as it is.
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o644)
+	for tries := 0; ; tries++ {
+		// Not O_TRUNC: a file another tracer writes must be left as it is.
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o644)
+		if err != nil {
+			return nil, nil, fmt.Errorf("tracer: %w", err)
+		}
+		if fi, err := f.Stat(); err == nil && !fi.Mode().IsRegular() {
+			return nil, newWriterSink(f, f.Close), nil
+		}
+		if err := lockFile(f); err != nil {
+			f.Close()
+			return nil, nil, fmt.Errorf("tracer: %s: %w", path, err)
+		}
+		if !stillAt(f, path) {
+			// A rotation put another file at path between the open and
+			// the lock, and the file opened is a rotated one, whose
+			// tracer has let it go: it is not path's to truncate.
+			f.Close()
+			if tries < 100 {
+				continue
+			}
+			return nil, nil, fmt.Errorf("tracer: %s: %w", path, ErrFileInUse)
+		}
+		if err := f.Truncate(0); err != nil {
+			f.Close()
+			return nil, nil, fmt.Errorf("tracer: %w", err)
+		}
+		removeStaleJoin(path)
+		return &fileSink{f: f, path: path}, nil, nil
+	}
+}
+
+// stillAt reports whether f is the file at path.
+func stillAt(f *os.File, path string) bool {
+	fi, err := f.Stat()
 	if err != nil {
-		return nil, nil, fmt.Errorf("tracer: %w", err)
+		return false
 	}
-	if fi, err := f.Stat(); err == nil && !fi.Mode().IsRegular() {
-		return nil, newWriterSink(f, f.Close), nil
-	}
-	if err := lockFile(f); err != nil {
-		f.Close()
-		return nil, nil, fmt.Errorf("tracer: %s: %w", path, err)
-	}
-	if err := f.Truncate(0); err != nil {
-		f.Close()
-		return nil, nil, fmt.Errorf("tracer: %w", err)
-	}
-	removeStaleJoin(path)
-	return &fileSink{f: f, path: path}, nil, nil
+	at, err := os.Stat(path)
+	return err == nil && os.SameFile(fi, at)
 }
 
 func (s *fileSink) Write(p []byte) (int, error) {

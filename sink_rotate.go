@@ -80,23 +80,45 @@ type rotatedFile struct {
 }
 
 func newRotator(path string, o *sinkOptions) (*rotator, error) {
-	r := &rotator{path: path, opts: *o, limit: o.maxSize, lastRatio: 1}
-	r.ext = filepath.Ext(path)
-	if r.ext == ".gz" {
-		r.ext = filepath.Ext(strings.TrimSuffix(path, ".gz")) + ".gz"
-	}
-	r.base = strings.TrimSuffix(path, r.ext)
+	r := &rotator{opts: *o, limit: o.maxSize, lastRatio: 1}
+	r.setPath(path)
 	// Open (and lock) path first: the rotated files beside it are then
 	// this tracer's to number and remove.
 	if err := r.open(); err != nil {
 		return nil, err
 	}
+	// Through a symlink, the files rotate beside the file it points to,
+	// and the symlink keeps pointing to the newest: renaming the symlink
+	// itself would put the later files in the link's directory.
+	if real, err := filepath.EvalSymlinks(path); err == nil && real != path {
+		r.setPath(real)
+		r.file.path = real
+		if r.gz != nil {
+			r.gz.path = real
+		}
+	}
+	os.Remove(nextPath(r.path)) // left by a kill in the middle of a rotation
 	if err := r.findRotated(); err != nil {
 		r.file.Close()
 		return nil, fmt.Errorf("tracer: %w", err)
 	}
 	return r, nil
 }
+
+// setPath makes path the current file's, and the rotated files' names
+// follow it.
+func (r *rotator) setPath(path string) {
+	r.path = path
+	r.ext = filepath.Ext(path)
+	if r.ext == ".gz" {
+		r.ext = filepath.Ext(strings.TrimSuffix(path, ".gz")) + ".gz"
+	}
+	r.base = strings.TrimSuffix(path, r.ext)
+}
+
+// nextPath is where a rotation makes the new file for path, before it
+// puts it in place (see swap).
+func nextPath(path string) string { return path + ".next" }
 
 // name returns the name of the rotated file with sequence number seq.
 func (r *rotator) name(seq int) string {
@@ -146,13 +168,18 @@ func (r *rotator) open() error {
 		ws.Close()
 		return fmt.Errorf("tracer: %s is not a regular file, which rotation needs", r.path)
 	}
+	r.use(fs)
+	return nil
+}
+
+// use makes fs the current file.
+func (r *rotator) use(fs *fileSink) {
 	r.file, r.out, r.gz = fs, &pageAligned{file: fs}, nil
 	if r.opts.gzip {
 		r.gz = newGzipSink(fs, r.opts.level)
 		r.gz.path = r.path
 		r.out = r.gz
 	}
-	return nil
 }
 
 func (r *rotator) Write(p []byte) (int, error) { return r.out.Write(p) }
@@ -199,24 +226,60 @@ func (r *rotator) cut(end []byte, events, endEvents int) (endErr error, errs []e
 
 func (r *rotator) deleted() uint64 { return r.removed.Load() }
 
-// swap renames the current file to its rotated name and opens a new one at
+// swap gives the current file its rotated name and puts a new one at
 // path. It returns the old file's sink and sequence number, for cut to
-// write its end and hand to retire. If it fails, the current
-// file stays, and swap is tried again once the file has grown by another
-// maxSize.
+// write its end and hand to retire. If it fails, the current file stays,
+// and swap is tried again once the file has grown by another maxSize.
+//
+// path is never without a file this tracer holds locked, so no other
+// tracer can take it: the new file is made and locked under another name
+// (nextPath), the current file gets its rotated name as a second name (a
+// hard link), and then the new file is renamed over path, which replaces
+// path's name atomically. Where the file system has no hard links, the
+// current file is renamed instead: between the two renames, path is
+// free for a moment.
 func (r *rotator) swap() (sink, int, error) {
 	seq := r.next
 	rotated := r.name(seq)
 	oldFile, old, oldGz := r.file, r.out, r.gz
-	if err := os.Rename(r.path, rotated); err != nil {
+	fail := func(err error) (sink, int, error) {
 		r.limit = oldFile.size + r.opts.maxSize
 		return nil, 0, fmt.Errorf("tracer: rotating: %w", err)
 	}
-	if err := r.open(); err != nil {
-		os.Rename(rotated, r.path) // undo, so path keeps the newest events
-		r.limit = oldFile.size + r.opts.maxSize
-		return nil, 0, fmt.Errorf("tracer: rotating: %w", err)
+	next := nextPath(r.path)
+	fs, ws, err := openFile(next, 0)
+	if err != nil {
+		return fail(err)
 	}
+	if ws != nil {
+		ws.Close()
+		return fail(fmt.Errorf("%s is not a regular file", next))
+	}
+	if err := os.Link(r.path, rotated); err != nil {
+		if errors.Is(err, os.ErrExist) {
+			fs.Close()
+			os.Remove(next)
+			return fail(err)
+		}
+		// No hard links here: rename.
+		if err := os.Rename(r.path, rotated); err != nil {
+			fs.Close()
+			os.Remove(next)
+			return fail(err)
+		}
+	}
+	if err := os.Rename(next, r.path); err != nil {
+		if _, lerr := os.Stat(r.path); lerr == nil {
+			os.Remove(rotated) // the second name: path keeps the newest events
+		} else {
+			os.Rename(rotated, r.path) // renamed: undo
+		}
+		fs.Close()
+		os.Remove(next)
+		return fail(err)
+	}
+	fs.path = r.path
+	r.use(fs)
 	r.next++
 	r.limit = r.opts.maxSize
 	if oldGz != nil {

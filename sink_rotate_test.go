@@ -1,6 +1,7 @@
 package tracer
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -390,4 +391,110 @@ func TestRotationKeepsTheNewestEvents(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRotationKeepsItsPath is issue 31's sixth defect: between a
+// rotation's rename of the current file and its open of the new one, the
+// path was free, and a second tracer's New on it succeeded; the first then
+// renamed its old file back over the second's, whose trace was lost. Path
+// must never be free while a tracer writes it: a second tracer retrying
+// New all through the rotations always gets ErrFileInUse, and every
+// rotated file is the first tracer's, whole.
+func TestRotationKeepsItsPath(t *testing.T) {
+	for _, file := range []string{"trace.json", "trace.json.gz"} {
+		t.Run(file, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, file)
+			tr, err := New(path, WithMaxFileSize(minFileSize), WithFlushInterval(10*time.Second))
+			require.NoError(t, err)
+			stop := make(chan struct{})
+			var tries, took int
+			var other error
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					tries++
+					t2, err := New(path, WithProcessName("second"))
+					if err == nil {
+						took++
+						t2.Close()
+					} else if !errors.Is(err, ErrFileInUse) {
+						other = err
+					}
+				}
+			}()
+			for round := range 400 {
+				for i := range 40 {
+					tr.Span("job", Int("round", round), Int("i", i), String("pad", "text to fill a file sooner"))()
+				}
+				require.NoError(t, tr.Flush())
+			}
+			close(stop)
+			<-done
+			require.NoError(t, tr.Close())
+			require.NoError(t, other)
+			assert.Zero(t, took, "a second tracer took the path %d times in %d tries", took, tries)
+
+			files := traceFiles(t, dir)
+			require.Greater(t, len(files), 20, "rotated often")
+			entries, err := os.ReadDir(dir)
+			require.NoError(t, err)
+			assert.Len(t, entries, len(files), "nothing but trace files is left")
+			jobs := 0
+			for _, f := range files {
+				var evs []event
+				if filepath.Ext(f) == ".gz" {
+					evs = readClosedGzip(t, f)
+				} else {
+					evs = readClosed(t, f)
+				}
+				require.Equal(t, "process_name", evs[0].Name, f)
+				assert.NotEqual(t, "second", evs[0].Args["name"], "%s is the first tracer's", f)
+				jobs += len(byName(evs, "job"))
+			}
+			assert.Equal(t, 400*40, jobs, "every job in a file, once")
+		})
+	}
+}
+
+// TestRotationThroughSymlink is issue 31's eighth defect, second part:
+// rotation through a symlink renamed the symlink itself, so the later
+// files went to the link's directory. The files rotate beside the file
+// the link points to, and the link still points to the newest.
+func TestRotationThroughSymlink(t *testing.T) {
+	linkDir, dataDir := t.TempDir(), t.TempDir()
+	link := filepath.Join(linkDir, "trace.json")
+	require.NoError(t, os.Symlink(filepath.Join(dataDir, "run.json"), link))
+	tr, err := New(link, WithMaxFileSize(minFileSize), WithMaxFiles(3), WithFlushInterval(10*time.Second))
+	require.NoError(t, err)
+	for round := range 20 {
+		for i := range 40 {
+			tr.Span("job", Int("round", round), Int("i", i))()
+		}
+		require.NoError(t, tr.Flush())
+	}
+	tr.Span("last")()
+	require.NoError(t, tr.Close())
+
+	fi, err := os.Lstat(link)
+	require.NoError(t, err)
+	assert.NotZero(t, fi.Mode()&os.ModeSymlink, "the link is still a link")
+	entries, err := os.ReadDir(linkDir)
+	require.NoError(t, err)
+	assert.Len(t, entries, 1, "only the link in its directory")
+	var names []string
+	entries, err = os.ReadDir(dataDir)
+	require.NoError(t, err)
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	assert.Len(t, names, 3, "WithMaxFiles in the target's directory: %v", names)
+	assert.Contains(t, names, "run.json")
+	assert.NotEmpty(t, byName(readClosed(t, link), "last"), "the link points to the newest file")
 }
