@@ -2,6 +2,7 @@ package tracer
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 )
@@ -43,3 +44,60 @@ func joinPath(path string) string {
 func removeStaleJoin(path string) {
 	os.Remove(joinPath(path))
 }
+
+// replaceFile writes data to the file at path, as os.WriteFile does, but
+// never to a file a tracer is writing, and never leaving less than the
+// file held: it takes the file's lock (failing with ErrFileInUse if a
+// tracer holds it), writes data to a temporary file beside it, and
+// renames that over it. A full disk leaves the file as it was. Through a
+// symlink, the file it points to is replaced. A path that is not a
+// regular file (a named pipe, /dev/stdout) is written to directly.
+func replaceFile(path string, data []byte) error {
+	if target, err := filepath.EvalSymlinks(path); err == nil {
+		path = target
+	}
+	_, statErr := os.Stat(path)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o644)
+	if err != nil {
+		return err
+	}
+	defer f.Close() // after the rename: the lock is held until then
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if !fi.Mode().IsRegular() {
+		_, err := f.Write(data)
+		return err
+	}
+	if err := lockFile(f); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if !stillAt(f, path) {
+		// A rotation put a tracer's new file at path after the open:
+		// the one locked is a rotated file.
+		return fmt.Errorf("%s: %w", path, ErrFileInUse)
+	}
+	tmp := path + replaceSuffix
+	out, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, fi.Mode().Perm())
+	if err != nil {
+		return err
+	}
+	_, err = out.Write(data)
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		if errors.Is(statErr, os.ErrNotExist) {
+			os.Remove(path) // made by the open: no empty file left
+		}
+	}
+	return err
+}
+
+// replaceSuffix ends the name of the temporary file replaceFile writes.
+const replaceSuffix = ".tmp"

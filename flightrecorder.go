@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
 
@@ -111,7 +110,10 @@ func (r *FlightRecorder) WriteTo(w io.Writer) (int64, error) {
 }
 
 // WriteFile writes the trace WriteTo writes to the file at path, creating
-// or truncating it, gzipped if path ends in ".gz".
+// or replacing it, gzipped if path ends in ".gz". It refuses, with an
+// error wrapping ErrFileInUse, a file a tracer is writing (in this process
+// or another), and replaces a file only once the whole trace is written
+// beside it: on a full disk the file keeps what it held.
 func (r *FlightRecorder) WriteFile(path string) error {
 	b, err := r.snapshot()
 	if err != nil {
@@ -126,7 +128,10 @@ func (r *FlightRecorder) WriteFile(path string) error {
 			return err
 		}
 	}
-	return os.WriteFile(path, b, 0o644)
+	if err := replaceFile(path, b); err != nil {
+		return fmt.Errorf("tracer: writing a flight recording: %w", err)
+	}
+	return nil
 }
 
 // snapshot drains the buffers into the window and returns the trace of the

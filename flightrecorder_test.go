@@ -252,3 +252,34 @@ func TestFlightRecorderNamesEachGoroutineOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestFlightRecorderWriteFileRefusesALiveFile is issue 31's seventh
+// defect: a dump onto the file of a live tracer overwrote it, without its
+// lock: the tracer's file ended with none of its spans and a broken head,
+// and both calls returned nil. The dump is refused with ErrFileInUse, and
+// the tracer's file keeps every span. On a file no tracer holds, a dump
+// that cannot be written whole (a full disk) leaves it as it was.
+func TestFlightRecorderWriteFileRefusesALiveFile(t *testing.T) {
+	tr, path := newTestTracer(t, WithFlushInterval(10*time.Second))
+	r := newFlightRecorder(t, FlightRecorderConfig{MaxEvents: 100})
+	r.Span("dumped")()
+	for i := range 1000 {
+		tr.Span("live", Int("i", i))()
+	}
+	require.NoError(t, tr.Flush())
+	err := r.WriteFile(path)
+	require.ErrorIs(t, err, ErrFileInUse)
+	assert.ErrorContains(t, err, path)
+	for i := range 1000 {
+		tr.Span("live", Int("i", 1000+i))()
+	}
+	require.NoError(t, tr.Close())
+	assert.Len(t, byName(readClosed(t, path), "live"), 2000)
+	entries, err := os.ReadDir(filepath.Dir(path))
+	require.NoError(t, err)
+	assert.Len(t, entries, 1, "nothing left beside the file")
+
+	// Once the tracer is closed, the file is free to replace.
+	require.NoError(t, r.WriteFile(path))
+	find(t, readClosed(t, path), "X", "dumped")
+}

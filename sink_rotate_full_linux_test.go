@@ -145,3 +145,31 @@ func TestRotationOnFullDisk(t *testing.T) {
 		})
 	}
 }
+
+// TestFlightRecorderWriteFileOnFullDisk: a dump that cannot be written
+// whole leaves the file it would replace as it was, and no file beside it.
+func TestFlightRecorderWriteFileOnFullDisk(t *testing.T) {
+	dir := childtest.Tmpfs(t, 8<<20)
+	path := filepath.Join(dir, "dump.json")
+	r := newFlightRecorder(t, FlightRecorderConfig{MaxEvents: 100_000})
+	for i := range 20_000 {
+		r.Span("work", Int("i", i))()
+	}
+	require.NoError(t, os.WriteFile(path, []byte("the old dump"), 0o600))
+	filler := fillDisk(t, dir)
+	err := r.WriteFile(path)
+	require.ErrorIs(t, err, syscall.ENOSPC)
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	assert.Equal(t, "the old dump", string(data))
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	assert.Len(t, entries, 2, "the dump and the filler, nothing else")
+
+	require.NoError(t, os.Remove(filler))
+	require.NoError(t, r.WriteFile(path))
+	assert.Len(t, byName(readClosed(t, path), "work"), 20_000)
+	fi, err := os.Stat(path)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm(), "the file keeps its permissions")
+}
