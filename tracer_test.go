@@ -2,6 +2,7 @@ package tracer
 
 import (
 	"encoding/json"
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
@@ -399,12 +400,23 @@ func TestZeroAllocs(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector allocates")
 	}
-	tr, _ := newTestTracer(t)
+	tr, _ := newTestTracer(t, WithCategories("db"))
+	errBoom, at, addr := errors.New("boom"), time.Now(), &countingStringer{text: "10.0.0.1"}
+	catDB := Category("db")
 	on := map[string]func(){
 		"Span":        func() { tr.Span("x")() },
 		"SpanTwoArgs": func() { tr.Span("x", String("k", "v"), Int("n", 1))() },
-		"LongSpan":    func() { tr.LongSpan("x", Int("n", 1))() },
-		"Instant":     func() { tr.Instant("x", Bool("b", true)) },
+		"SpanEveryArgKind": func() {
+			tr.Span("x", catDB, String("s", "v"), Int("i", 1), Int64("i64", 2), Uint64("u", 3), Float64("f", 0.5),
+				Bool("b", true), Err(errBoom), Duration("d", time.Millisecond), Time("t", at), Stringer("addr", addr))()
+		},
+		// Args at the end through a SpanHandle: through the function Span
+		// returns, Go allocates their slice (see Span).
+		"StartSpanEndArgs": func() {
+			tr.StartSpan("x", Stringer("addr", addr)).End(String("end", "v"), Stringer("end addr", addr), Err(errBoom))
+		},
+		"LongSpan": func() { tr.LongSpan("x", Int("n", 1))() },
+		"Instant":  func() { tr.Instant("x", Bool("b", true)) },
 	}
 	for name, f := range on {
 		assert.Zero(t, testing.AllocsPerRun(1000, f), name)
