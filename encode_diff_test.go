@@ -35,8 +35,7 @@ func slotsOf(e diffEvent) []slot {
 	}
 	cs := e.cs.from(args)
 	extra := cs != (catScope{}) || e.k.hasID()
-	n, _ := argSlots(args)
-	n++
+	n := argSlots(args) + 1
 	if extra {
 		n++
 	}
@@ -259,8 +258,7 @@ func splitEndArgs(rng *rand.Rand, e diffEvent) (diffEvent, []slot) {
 		cut--
 	}
 	endArgs := e.args[cut:]
-	n, _ := argSlots(endArgs)
-	end := make([]slot, n)
+	end := make([]slot, argSlots(endArgs))
 	putArgs(end, endArgs)
 	e.args = e.args[:cut:cut]
 	return e, end

@@ -122,10 +122,10 @@ func (cs catScope) from(args []Arg) catScope {
 
 // argSlots returns the slots args take: one each, one more for a
 // non-empty string value, none for Category and Namespace, which the extra
-// slot holds, and none for the zero Arg, which is ignored. It reports
-// whether args hold a Stringer, which must be formatted before it is
-// recorded (see formatArgs); its slots are counted as a string's.
-func argSlots(args []Arg) (n uint64, stringers bool) {
+// slot holds, and none for the zero Arg, which is ignored. A Stringer,
+// which must be formatted before it is recorded (see formatArgs), sets
+// hasStringer in the count, which is then no count of slots.
+func argSlots(args []Arg) (n uint64) {
 	for i := range args {
 		switch args[i].kind {
 		case argCategory, argScope, 0:
@@ -135,14 +135,16 @@ func argSlots(args []Arg) (n uint64, stringers bool) {
 				n++
 			}
 		case argStringer:
-			n += 2
-			stringers = true
+			n |= hasStringer
 		default:
 			n++
 		}
 	}
-	return n, stringers
+	return n
 }
+
+// hasStringer is the bit argSlots sets for args that hold a Stringer.
+const hasStringer = 1 << 32
 
 // formatArgs returns args with each Stringer replaced by the text its
 // String method returns, in buf. It runs on the recording goroutine

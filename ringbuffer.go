@@ -73,8 +73,8 @@ type lane struct {
 	next   uint64                // the token to try first: see take
 	starts uint64                // spans started: see reuseAfter; read by any end
 
-	lapTaken, lapPassed uint64 // tokens handed out and passed over in this lap: see take
-	_                   [24]byte
+	lapStarts, lapPassed uint64 // starts before this lap of the tokens, and tokens it passed over: see take
+	_                    [24]byte
 
 	// Consumer side: touched only by the flusher, under the flusher's mu.
 	read *chunk // the oldest chunk not read to its end, nil before the first
@@ -144,7 +144,7 @@ func (r *recorder) record(gid uint64, k kind, flags uint8, cs catScope, name str
 		if len(args) > maxArgs {
 			args = args[:maxArgs]
 		}
-		slots, stringers := argSlots(args)
+		slots := argSlots(args)
 		if k < kindAsyncBegin && k != kindEnd {
 			// Only args give these events a category: an event
 			// without args has nothing to filter.
@@ -153,7 +153,7 @@ func (r *recorder) record(gid uint64, k kind, flags uint8, cs catScope, name str
 				return nil
 			}
 		}
-		if stringers {
+		if slots&hasStringer != 0 {
 			return r.recordFormatted(gid, k, flags, cs, name, id, args)
 		}
 		n += slots
@@ -180,7 +180,7 @@ func (r *recorder) recordFormatted(gid uint64, k kind, flags uint8, cs catScope,
 	}
 	var buf [maxArgs]Arg
 	args = formatArgs(&buf, args)
-	n, _ := argSlots(args)
+	n := argSlots(args)
 	extra := cs != (catScope{}) || k.hasID()
 	if extra {
 		n++

@@ -2,6 +2,7 @@ package tracer
 
 import (
 	"fmt"
+	"unsafe"
 )
 
 // Span tokens: what makes a span's end function safe to misuse.
@@ -72,17 +73,53 @@ type spanToken struct {
 // A tokenBlock is a block of a lane's tokens, with their end functions
 // made once.
 type tokenBlock struct {
-	tokens [tokenBlockSize]spanToken
-	ends   [tokenBlockSize]func(...Arg)
+	tokens   [tokenBlockSize]spanToken
+	ends     [tokenBlockSize]func(...Arg)
+	closures [tokenBlockSize]endClosure // what ends point to: see newTokenBlock
 }
 
+// newTokenBlock makes a block of tokens, the first numbered first, with
+// their end functions, in one allocation.
+//
+// A token's end function is the method value tok.end: a closure Go
+// allocates, a pointer to two words, the code of a wrapper that calls the
+// method and the receiver. Made one a token, a block's end functions
+// would take 4,096 allocations (which a lane's first span, or a block
+// added while pinned, would wait for, and the collector would scan); the
+// block holds the closures instead, laid out as Go lays them out, which
+// endCode checks once (a Go that lays them out otherwise gets method
+// values).
 func newTokenBlock(l *lane, first int) *tokenBlock {
 	b := new(tokenBlock)
 	for i := range b.tokens {
 		b.tokens[i] = spanToken{l: l, id: l.id<<32 | uint64(first+i)}
-		b.ends[i] = b.tokens[i].end
+		if endCode == 0 {
+			b.ends[i] = b.tokens[i].end
+			continue
+		}
+		b.closures[i] = endClosure{code: endCode, tok: &b.tokens[i]}
+		p := unsafe.Pointer(&b.closures[i])
+		b.ends[i] = *(*func(...Arg))(unsafe.Pointer(&p))
 	}
 	return b
+}
+
+// An endClosure is laid out as the closure of a method value tok.end.
+type endClosure struct {
+	code uintptr
+	tok  *spanToken
+}
+
+// endCode is the code of the wrapper of the method value tok.end, read
+// from one Go made, or 0 if that one is not laid out as an endClosure.
+var endCode uintptr
+
+func init() {
+	tok := new(spanToken)
+	f := tok.end
+	if c := *(**endClosure)(unsafe.Pointer(&f)); c.tok == tok {
+		endCode = c.code
+	}
 }
 
 // held is the state of a token held by goroutine gid's span.
@@ -104,7 +141,7 @@ func (l *lane) take(gid uint64) (uint64, func(...Arg)) {
 	i := loadAcquire(&l.next)
 	for {
 		if i >= uint64(len(blocks))*tokenBlockSize {
-			i = l.lapEnd(&blocks)
+			blocks, i = l.lapEnd(blocks)
 		}
 		b := blocks[i/tokenBlockSize]
 		tok := &b.tokens[i%tokenBlockSize]
@@ -112,7 +149,6 @@ func (l *lane) take(gid uint64) (uint64, func(...Arg)) {
 			storePlain(&tok.state, held(gid)) // published with the head; the end's CAS orders it
 			storePlain(&l.next, i+1)
 			storePlain(&l.starts, starts+1)
-			l.lapTaken++
 			return i, b.ends[i%tokenBlockSize]
 		}
 		l.lapPassed++
@@ -120,25 +156,24 @@ func (l *lane) take(gid uint64) (uint64, func(...Arg)) {
 	}
 }
 
-// lapEnd ends a lap of l's tokens: it returns the index the next lap
-// starts at, after adding blocks to *blocks if the lap passed over more
+// lapEnd ends a lap of l's tokens: it returns the blocks and the index
+// the next lap starts at, after adding blocks if the lap passed over more
 // tokens than it handed out (see the note above).
-func (l *lane) lapEnd(blocks *[]*tokenBlock) uint64 {
-	passed, taken := l.lapPassed, l.lapTaken
-	l.lapPassed, l.lapTaken = 0, 0
+func (l *lane) lapEnd(blocks []*tokenBlock) ([]*tokenBlock, uint64) {
+	passed, taken := l.lapPassed, l.starts-l.lapStarts
+	l.lapPassed, l.lapStarts = 0, l.starts
 	if passed <= taken {
-		return 0
+		return blocks, 0
 	}
 	// Allocating while pinned is allowed; it happens only as the spans
 	// open at once on this P reach a new high.
-	first := len(*blocks) * tokenBlockSize
-	grown := (*blocks)[:len(*blocks):len(*blocks)]
+	first := len(blocks) * tokenBlockSize
+	grown := blocks[:len(blocks):len(blocks)]
 	for n := (passed - taken + tokenBlockSize - 1) / tokenBlockSize; n > 0; n-- {
 		grown = append(grown, newTokenBlock(l, len(grown)*tokenBlockSize))
 	}
 	l.blocks.Store(&grown)
-	*blocks = grown
-	return uint64(first)
+	return grown, uint64(first)
 }
 
 // token returns l's token at index i.

@@ -270,7 +270,7 @@ func TestStaleEndBound(t *testing.T) {
 // TestHeldSpansBoundTokens is issue 31's first defect: spans held for a
 // goroutine's life (a worker pool's `defer tracer.Span("worker")()`) back
 // to back on one P made every lap of the lane's tokens add a block, about
-// 48 bytes a span started, without bound. The tokens a P holds are
+// about 48 bytes a span started, without bound. The tokens a P holds are
 // bounded by the spans open on it at once, never by the spans started
 // (maxTokens): checked for runs of held spans of every length around the
 // old 16-token threshold, and for spans held at random.
@@ -376,4 +376,29 @@ func TestHeldSpansBoundTokens(t *testing.T) {
 		require.NoError(t, tr.Close())
 		assert.Zero(t, tr.Stats().Unmatched, "seed %d", seed)
 	})
+}
+
+// TestEndClosureLayout: the end functions a block makes without
+// allocating (newTokenBlock) are laid out as Go lays out a method value, and
+// end the span of their own token.
+func TestEndClosureLayout(t *testing.T) {
+	require.NotZero(t, endCode, "this Go lays out a method value's closure otherwise: every span allocates its end function")
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	tr, path := newTestTracer(t, WithFlushInterval(10*time.Second))
+	ends := make([]func(...Arg), 100)
+	for i := range ends {
+		ends[i] = tr.Span("held", Int("i", i))
+	}
+	for i := len(ends) - 1; i >= 0; i-- {
+		ends[i](Int("end", i))
+	}
+	require.NoError(t, tr.Close())
+	assert.Zero(t, tr.Stats().Unmatched)
+	for _, e := range byName(readClosed(t, path), "held") {
+		assert.Equal(t, e.Args["i"], e.Args["end"], "each end function ends its own span")
+	}
+	if !raceEnabled {
+		l := (*tr.lanes.Load())[0]
+		assert.Equal(t, 1.0, testing.AllocsPerRun(10, func() { newTokenBlock(l, 0) }), "a block is one allocation")
+	}
 }
