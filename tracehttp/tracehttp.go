@@ -52,12 +52,20 @@
 // OpenTelemetry set the traceparent that Transport then records, where
 // the other order would have it replace the one Transport recorded.
 //
-// The route is known before the handler runs when the handler Middleware
-// wraps is an *http.ServeMux (Go 1.22 patterns); for any other handler the
-// span is named "HTTP GET" and the route, read from Request.Pattern once
-// the handler has run, goes on the async slice's end (if the handler
-// routed the request it was given: http.StripPrefix, for one, routes a
-// copy, and the route is lost).
+// # Routes
+//
+// A request's span is named by its route when the route is known before
+// the handler runs: when the handler Middleware wraps is an
+// *http.ServeMux (Go 1.22 patterns), or through MiddlewareWithRoute, on
+// which the packages for chi and gorilla/mux are built (module
+// github.com/gotracer/tracer/tracehttp/routers: tracechi.Middleware,
+// tracegorilla.Middleware). Around any other handler the span is named
+// "HTTP GET", and the route, read from Request.Pattern once the handler
+// has run, goes on the ends of the span and of the async slice, if the
+// handler set it on the request it was given: a ServeMux behind another
+// handler does, and so does chi for middleware mounted inside the router
+// (r.Use), but http.StripPrefix and gorilla/mux route a copy, and the
+// route is lost.
 package tracehttp
 
 import (
@@ -81,15 +89,38 @@ var (
 )
 
 // Middleware returns a handler that records every request next serves; see
-// the package documentation for what it records.
+// the package documentation for what it records. When next is an
+// *http.ServeMux, each request's span is named by the pattern that
+// matches it; for another router, see MiddlewareWithRoute.
 func Middleware(next http.Handler) http.Handler {
-	mux, _ := next.(*http.ServeMux)
-	return &handler{next: next, mux: mux}
+	if mux, ok := next.(*http.ServeMux); ok {
+		return &handler{next: next, route: func(r *http.Request) string {
+			_, pattern := mux.Handler(r) // routing twice: a few hundred ns, and only when tracing
+			return pattern
+		}}
+	}
+	return &handler{next: next}
+}
+
+// MiddlewareWithRoute is Middleware for a router that can tell, before it
+// serves a request, which of its routes the request takes: route returns
+// that route's pattern, with or without a method ("/items/{id}" or
+// "GET /items/{id}"), or "" if none matches. The request's span and async
+// slice are named by it from their start, as Middleware names them for an
+// *http.ServeMux, so that a span written as a begin event while the
+// request runs has the route's name too.
+//
+// route is called once a request, on the request as it reaches the
+// middleware, and only while the default tracer runs; it must not change
+// the request. The router packages under tracehttp/routers (chi,
+// gorilla/mux) are built on it.
+func MiddlewareWithRoute(next http.Handler, route func(r *http.Request) string) http.Handler {
+	return &handler{next: next, route: route}
 }
 
 type handler struct {
-	next http.Handler
-	mux  *http.ServeMux // next, if it is one: the route is known up front
+	next  http.Handler
+	route func(*http.Request) string // if the route is known up front
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -103,8 +134,8 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // serve is ServeHTTP with tracing on.
 func (h *handler) serve(w http.ResponseWriter, r *http.Request) {
 	var pattern string
-	if h.mux != nil {
-		_, pattern = h.mux.Handler(r) // routing twice: a few hundred ns, and only when tracing
+	if h.route != nil {
+		pattern = h.route(r)
 	}
 	name := spanName(r.Method, pattern)
 	route := tracer.String("route", pattern)
@@ -144,7 +175,7 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request) {
 			tracer.Int64("bytes", rw.bytes),
 		}
 		n := 2
-		if pattern == "" && r.Pattern != "" {
+		if h.route == nil && r.Pattern != "" { // else the route said what matched
 			args[n] = tracer.String("route", r.Pattern)
 			n++
 		}

@@ -265,3 +265,38 @@ func TestOffAllocatesNothing(t *testing.T) {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestMiddlewareWithRoute checks that the route function names the span
+// and the async slice from their start, and is called only while tracing
+// runs.
+func TestMiddlewareWithRoute(t *testing.T) {
+	var calls []string
+	h := tracehttp.MiddlewareWithRoute(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer tracer.Span("inner")()
+	}), func(r *http.Request) string {
+		calls = append(calls, r.URL.Path)
+		if r.URL.Path == "/none" {
+			return ""
+		}
+		return "/users/{name}"
+	})
+	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/users/off", nil))
+	assert.Empty(t, calls, "no route asked for with tracing off")
+
+	path, stop := startTrace(t)
+	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/users/ann", nil))
+	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("POST", "/none", nil))
+	stop()
+	assert.Equal(t, []string{"/users/ann", "/none"}, calls)
+	evs := tracecheck.Read(t, path)
+	tracks := tracecheck.Tracks(t, evs)
+	require.Len(t, tracecheck.SlicesNamed(tracks, "GET /users/{name}"), 1)
+	require.Len(t, tracecheck.SlicesNamed(tracks, "HTTP POST"), 1)
+	s := tracecheck.SlicesNamed(tracks, "GET /users/{name}")[0]
+	assert.Equal(t, "/users/{name}", s.Args["route"])
+	names := map[string]bool{}
+	for _, op := range tracecheck.Async(t, evs) {
+		names[op.Begin.Name] = true
+	}
+	assert.Equal(t, map[string]bool{"GET /users/{name}": true, "HTTP POST": true}, names)
+}
