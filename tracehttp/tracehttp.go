@@ -32,20 +32,33 @@
 //
 // # Across processes: W3C Trace Context
 //
-// Transport sends a W3C traceparent header (https://www.w3.org/TR/trace-context/)
-// with every request: the one the request has already, if any (set by
-// OpenTelemetry's otelhttp, say), left as it is with its tracestate, or
-// else a new one (random trace and parent ids, flagged sampled, since
-// this process records the request). The client's span carries it as the
-// arg "traceparent.out". Middleware reads it: when the client is in the
-// same process, a flow draws an arrow from the client's span to the
-// server's; when it is elsewhere, the server's span carries the header as
-// the arg "traceparent.in", and `tracer merge` of the files of both
-// processes binds the two spans with an arrow (bind_id, flow_out and
-// flow_in). A header from outside is used for that link only: it is
-// checked against the specification, written as an arg, and its parent
-// id names the arrow; it ends a flow of this process only if it carries
-// the parent id of a request this process sent.
+// Requests carry W3C Trace Context (https://www.w3.org/TR/trace-context/)
+// down the call chain. Middleware reads the traceparent header of each
+// request it serves; when it is valid (checked against the
+// specification), the request belongs to that trace, and when it is
+// missing or invalid, the request starts a new one (a random trace id,
+// flagged sampled). Transport sends a traceparent with every request: the
+// one the request has already, if any (set by OpenTelemetry's otelhttp,
+// say), left as it is with its tracestate; else, for a request made with
+// the context of a request Middleware serves (r.Context()), one with that
+// request's trace id and flags and a new parent id, the request's
+// tracestate along with it; else one that starts a new trace. The
+// server's span and the client's async slice carry the trace id as the arg
+// "trace_id" (the client's span carries the whole header, see below), so
+// that one request's slices are found by it across processes
+// (json_extract_string(args, '$.trace_id') in tracer sql), and
+// OpenTelemetry-instrumented services before and after join the same
+// trace. The trace id is only an id: it
+// changes nothing else in what is recorded.
+//
+// The client's span carries the traceparent it sent as the arg
+// "traceparent.out". When the server is in the same process, a flow draws
+// an arrow from the client's span to the server's; when the client is
+// elsewhere, the server's span carries the header as the arg
+// "traceparent.in", and `tracer merge` of the files of both processes
+// binds the two spans with an arrow (bind_id, flow_out and flow_in). A
+// header from outside ends a flow of this process only if it carries the
+// parent id of a request this process sent.
 //
 // With OpenTelemetry, wrap Transport in otelhttp's, not the other way
 // round: otelhttp.NewTransport(tracehttp.Transport(nil)) lets
@@ -70,9 +83,11 @@ package tracehttp
 
 import (
 	"bufio"
+	"context"
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 
@@ -80,8 +95,11 @@ import (
 	"github.com/gotracer/tracer/internal/traceparent"
 )
 
-// The header of W3C Trace Context, in the canonical form of net/http.
-const traceparentHeader = "Traceparent"
+// The headers of W3C Trace Context, in the canonical form of net/http.
+const (
+	traceparentHeader = "Traceparent"
+	tracestateHeader  = "Tracestate"
+)
 
 var (
 	catServer = tracer.Category("http")
@@ -146,25 +164,30 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request) {
 		local  bool
 		linkIn string // the traceparent of a client elsewhere
 	)
+	rw := &responseWriter{ResponseWriter: w}
 	if vs := r.Header.Values(traceparentHeader); len(vs) == 1 { // two are invalid
 		if canonical, parent, ok := traceparent.Parse(vs[0]); ok {
+			rw.trace = traceContext{parent: canonical, state: r.Header.Values(tracestateHeader)}
 			if flow, local = flows.take(parent); !local {
 				linkIn = canonical
 			}
 		}
 	}
+	if rw.trace.parent == "" {
+		rw.trace.parent, _ = traceparent.New() // this request starts a trace
+	}
+	traceID := tracer.String("trace_id", traceparent.TraceID(rw.trace.parent))
 	var end func(...tracer.Arg)
 	if linkIn != "" {
-		end = tracer.Span(name, catServer, method, route, path, tracer.String("traceparent.in", linkIn))
+		end = tracer.Span(name, catServer, method, route, path, traceID, tracer.String("traceparent.in", linkIn))
 	} else {
-		end = tracer.Span(name, catServer, method, route, path)
+		end = tracer.Span(name, catServer, method, route, path, traceID)
 	}
 	if local {
 		flow.End() // inside the span: the arrow's head binds to it
 	}
 	op := tracer.AsyncBegin(name, catServer, method, route, path)
-	rw := &responseWriter{ResponseWriter: w}
-	r = r.WithContext(tracer.ContextWithAsync(r.Context(), op))
+	r = r.WithContext(context.WithValue(tracer.ContextWithAsync(r.Context(), op), traceKey{}, &rw.trace))
 	returned := false
 	defer func() {
 		// Deferred, so that a panicking handler still ends both, on this
@@ -205,12 +228,27 @@ func spanName(method, pattern string) string {
 	return method + " " + pattern
 }
 
-// responseWriter notes the status and the bytes of a response.
+// A traceContext is the W3C Trace Context of a request served: the
+// traceparent it came with, as traceparent.Parse returned it, or a new
+// trace's when it came with none that is valid, and its tracestate. The
+// requests Transport sends with the request's context carry it on.
+type traceContext struct {
+	parent string
+	state  []string
+}
+
+// traceKey is the context key of a request's *traceContext.
+type traceKey struct{}
+
+// responseWriter notes the status and the bytes of a response. It holds
+// the request's traceContext too, which the context points to, so that
+// serving a request allocates one object for both.
 type responseWriter struct {
 	http.ResponseWriter
 	code  int
 	wrote bool
 	bytes int64
+	trace traceContext
 }
 
 func (w *responseWriter) WriteHeader(code int) {
@@ -292,11 +330,19 @@ func (t *transport) roundTrip(req *http.Request) (*http.Response, error) {
 			tp, parent, ok = traceparent.Parse(vs[0]) // someone else's: left as it is
 		}
 	} else {
-		tp, parent = traceparent.New()
+		in, _ := req.Context().Value(traceKey{}).(*traceContext)
+		if in != nil {
+			tp, parent = traceparent.Child(in.parent) // a call on behalf of a request served
+		} else {
+			tp, parent = traceparent.New()
+		}
 		ok = true
 		// A RoundTripper must not change the caller's request: send a copy.
 		req = req.Clone(req.Context())
 		req.Header.Set(traceparentHeader, tp)
+		if in != nil && len(in.state) > 0 && len(req.Header.Values(tracestateHeader)) == 0 {
+			req.Header[tracestateHeader] = slices.Clone(in.state)
+		}
 	}
 	if !ok {
 		defer tracer.Span(name, catClient, host, path)()
@@ -306,7 +352,16 @@ func (t *transport) roundTrip(req *http.Request) (*http.Response, error) {
 			defer flows.forget(parent) // if the server is elsewhere, or failed first
 		}
 	}
-	op := tracer.AsyncBegin(name, catClient, host, path)
+	// The trace id goes on the async slice, not the span: tracer merge
+	// binds the span to the server's, whose trace_id it has, and
+	// chrome://tracing warns of a key the two spans an arrow binds both
+	// have.
+	var op tracer.Async
+	if ok {
+		op = tracer.AsyncBegin(name, catClient, host, path, tracer.String("trace_id", traceparent.TraceID(tp)))
+	} else {
+		op = tracer.AsyncBegin(name, catClient, host, path)
+	}
 	resp, err := t.base.RoundTrip(req)
 	if err != nil {
 		op.End(tracer.String("error", err.Error()))

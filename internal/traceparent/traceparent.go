@@ -41,17 +41,49 @@ func Parse(v string) (canonical string, parent uint64, ok bool) {
 }
 
 // New returns a version 00 traceparent with a random trace id and parent
-// id, flagged sampled (the caller records the request), and the parent id.
+// id, flagged sampled (the caller records the request), and the parent id:
+// the header of a request that starts a trace.
 func New() (string, uint64) {
 	var trace [16]byte
-	var span [8]byte
-	for trace == [16]byte{} || span == [8]byte{} { // all zeros is invalid
+	for trace == [16]byte{} { // all zeros is invalid
 		_, _ = rand.Read(trace[:]) // never fails: crypto/rand panics rather than return an error
+	}
+	var b [Len]byte
+	copy(b[:], "00-")
+	hex.Encode(b[3:35], trace[:])
+	copy(b[35:], "-")
+	copy(b[53:], "01")
+	return child(b[:])
+}
+
+// Child returns the traceparent of a request sent on behalf of the request
+// whose traceparent, as Parse returned it, is in: version 00 (the version
+// this package writes, whatever in's), in's trace id and flags as they
+// are, and a new random parent id, which it returns too. W3C Trace Context
+// asks that of every hop: one trace id down the call chain, a parent id
+// for each call.
+func Child(in string) (string, uint64) {
+	var b [Len]byte
+	copy(b[:], in[:Len])
+	copy(b[:], "00")
+	return child(b[:])
+}
+
+// child fills the parent id of the traceparent b with random digits, not
+// all zeros, and returns it.
+func child(b []byte) (string, uint64) {
+	var span [8]byte
+	for span == [8]byte{} {
 		_, _ = rand.Read(span[:])
 	}
-	v := "00-" + hex.EncodeToString(trace[:]) + "-" + hex.EncodeToString(span[:]) + "-01"
-	return v, binary.BigEndian.Uint64(span[:])
+	hex.Encode(b[36:52], span[:])
+	b[52] = '-'
+	return string(b), binary.BigEndian.Uint64(span[:])
 }
+
+// TraceID returns the trace id of a traceparent Parse accepted, its 32 hex
+// digits.
+func TraceID(canonical string) string { return canonical[3:35] }
 
 // BindID returns the bind_id of the flow from a request's client span to
 // its server span, made of the parent id: "0x" and 16 hex digits, which

@@ -41,7 +41,7 @@ func TestParse(t *testing.T) {
 }
 
 func TestNew(t *testing.T) {
-	seen := map[uint64]bool{}
+	seen, traces := map[uint64]bool{}, map[string]bool{}
 	for range 100 {
 		v, parent := New()
 		canonical, p, ok := Parse(v)
@@ -51,6 +51,8 @@ func TestNew(t *testing.T) {
 		assert.True(t, strings.HasSuffix(v, "-01"), "sampled: this process records it")
 		assert.False(t, seen[parent])
 		seen[parent] = true
+		assert.False(t, traces[TraceID(v)], "a new trace each time")
+		traces[TraceID(v)] = true
 	}
 	assert.Equal(t, "0xf067aa0ba902b7", BindID(0x00f067aa0ba902b7))
 }
@@ -73,4 +75,31 @@ func FuzzParse(f *testing.F) {
 		assert.Len(t, canonical, Len)
 		assert.NotZero(t, parent)
 	})
+}
+
+// TestChild checks the traceparent of a call made on behalf of a request:
+// version 00, the same trace id and flags, a new parent id each call.
+func TestChild(t *testing.T) {
+	for _, in := range []string{
+		example,
+		strings.TrimSuffix(example, "01") + "00", // not sampled: passed on as it is
+		strings.TrimSuffix(example, "01") + "03", // flags this version does not know: the same
+		"cc" + example[2:],                       // a later version: written as 00
+	} {
+		seen := map[uint64]bool{}
+		for range 50 {
+			v, parent := Child(in)
+			canonical, p, ok := Parse(v)
+			require.True(t, ok, v)
+			assert.Equal(t, v, canonical)
+			assert.Equal(t, parent, p)
+			assert.Equal(t, "00", v[:2])
+			assert.Equal(t, TraceID(in), TraceID(v))
+			assert.Equal(t, "4bf92f3577b34da6a3ce929d0e0e4736", TraceID(v))
+			assert.Equal(t, in[53:55], v[53:55], "flags as they were")
+			assert.NotEqual(t, uint64(0x00f067aa0ba902b7), parent)
+			assert.False(t, seen[parent], "a new parent id each call")
+			seen[parent] = true
+		}
+	}
 }
