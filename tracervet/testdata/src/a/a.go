@@ -13,6 +13,13 @@ func bad(t *tracer.Tracer, r *tracer.FlightRecorder) {
 	defer r.LongSpan("x")           // want `defer tracer.LongSpan`
 }
 
+func dropped(t *tracer.Tracer, r *tracer.FlightRecorder) {
+	tracer.Span("x")                   // want `tracer.Span\(...\) drops the function that ends the span, which never ends`
+	tracer.LongSpan("x", tracer.Arg{}) // want `tracer.LongSpan\(...\) drops`
+	t.Span("x")                        // want `tracer.Span\(...\) drops`
+	(r.LongSpan("x"))                  // want `tracer.LongSpan\(...\) drops`
+}
+
 func good(t *tracer.Tracer, o other) {
 	defer tracer.Span("x")()
 	defer t.LongSpan("x")(tracer.Arg{})
@@ -20,4 +27,8 @@ func good(t *tracer.Tracer, o other) {
 	defer end()
 	defer tracer.Instant("x")
 	defer o.Span("x") // not the tracer's
+	o.Span("x")       // not the tracer's
+	tracer.Span("x")()
+	tracer.Instant("x")
+	_ = tracer.Span("x") // dropped on purpose
 }
