@@ -142,9 +142,18 @@ func Record(tb testing.TB) *Recorder {
 // Filter by Goroutine, GoroutineName or Parent if such tests overlap, or
 // do not run them in parallel.
 //
-// Args hold what the trace holds: strings, bools, and numbers as int64
-// when written without a fraction (tracer.Int, tracer.Duration, and a
-// tracer.Float64 with an integral value) and float64 otherwise.
+// Args hold what the trace holds, as its JSON reads:
+//
+//   - string: tracer.String, and the args the tracer writes as text:
+//     tracer.Duration ("1.5ms", as time.Duration's String method writes
+//     it), tracer.Time (RFC 3339), tracer.Stringer, tracer.Err, and a
+//     tracer.Float64 that is NaN or infinite ("NaN", "+Inf", "-Inf");
+//   - bool: tracer.Bool;
+//   - int64: a number written without a fraction: tracer.Int, tracer.Int64,
+//     a tracer.Uint64 up to math.MaxInt64, a tracer.Float64 with an
+//     integral value;
+//   - float64: any other number: a tracer.Float64 with a fraction, a
+//     tracer.Uint64 above math.MaxInt64 (rounded).
 func (r *Recorder) Spans() []Span {
 	r.tb.Helper()
 	if err := r.mem.t.Flush(); err != nil {

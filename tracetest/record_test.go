@@ -1,7 +1,9 @@
 package tracetest_test
 
 import (
+	"errors"
 	"fmt"
+	"math"
 	"runtime"
 	"sync"
 	"testing"
@@ -185,3 +187,49 @@ func TestRecordRefusesAnotherDefault(t *testing.T) {
 type discard struct{}
 
 func (discard) Write(p []byte) (int, error) { return len(p), nil }
+
+type id int
+
+func (i *id) String() string { return fmt.Sprintf("id-%d", int(*i)) }
+
+// TestArgTypes checks the Go type and value each kind of arg comes back
+// with, as Recorder.Spans documents them.
+func TestArgTypes(t *testing.T) {
+	rec := tracetest.Record(t)
+	when := time.Date(2026, 11, 27, 8, 30, 0, 500, time.UTC)
+	i := id(7)
+	tracer.Span("args",
+		tracer.String("string", "s"),
+		tracer.Bool("bool", true),
+		tracer.Int("int", -3),
+		tracer.Int64("int64", math.MaxInt64),
+		tracer.Uint64("small uint64", 9),
+		tracer.Uint64("large uint64", math.MaxUint64),
+		tracer.Float64("integral float", 2),
+		tracer.Float64("float", 0.25),
+		tracer.Float64("nan", math.NaN()),
+		tracer.Float64("inf", math.Inf(-1)),
+		tracer.Duration("duration", 1500*time.Microsecond),
+		tracer.Time("time", when),
+		tracer.Stringer("stringer", &i),
+		tracer.Err(errors.New("failed")),
+	)()
+	spans := rec.Spans()
+	require.Len(t, spans, 1)
+	assert.Equal(t, map[string]any{
+		"string":         "s",
+		"bool":           true,
+		"int":            int64(-3),
+		"int64":          int64(math.MaxInt64),
+		"small uint64":   int64(9),
+		"large uint64":   float64(math.MaxUint64),
+		"integral float": int64(2),
+		"float":          0.25,
+		"nan":            "NaN",
+		"inf":            "-Inf",
+		"duration":       "1.5ms",
+		"time":           "2026-11-27T08:30:00.0000005Z",
+		"stringer":       "id-7",
+		"error":          "failed",
+	}, spans[0].Args)
+}
