@@ -44,16 +44,18 @@ func Parse(v string) (canonical string, parent uint64, ok bool) {
 // id, flagged sampled (the caller records the request), and the parent id:
 // the header of a request that starts a trace.
 func New() (string, uint64) {
-	var trace [16]byte
-	for trace == [16]byte{} { // all zeros is invalid
-		_, _ = rand.Read(trace[:]) // never fails: crypto/rand panics rather than return an error
+	// The trace id, then the parent id: one read for both. All zeros is
+	// invalid for either.
+	var ids [24]byte
+	for [16]byte(ids[:16]) == [16]byte{} || [8]byte(ids[16:]) == [8]byte{} {
+		_, _ = rand.Read(ids[:]) // never fails: crypto/rand panics rather than return an error
 	}
 	var b [Len]byte
 	copy(b[:], "00-")
-	hex.Encode(b[3:35], trace[:])
-	copy(b[35:], "-")
+	hex.Encode(b[3:35], ids[:16])
+	b[35] = '-'
 	copy(b[53:], "01")
-	return child(b[:])
+	return withParent(b[:], [8]byte(ids[16:]))
 }
 
 // Child returns the traceparent of a request sent on behalf of the request
@@ -66,16 +68,17 @@ func Child(in string) (string, uint64) {
 	var b [Len]byte
 	copy(b[:], in[:Len])
 	copy(b[:], "00")
-	return child(b[:])
-}
-
-// child fills the parent id of the traceparent b with random digits, not
-// all zeros, and returns it.
-func child(b []byte) (string, uint64) {
 	var span [8]byte
 	for span == [8]byte{} {
 		_, _ = rand.Read(span[:])
 	}
+	return withParent(b[:], span)
+}
+
+// withParent writes the parent id span and the "-" after it into the
+// traceparent b, whose other fields are set, and returns b and the parent
+// id.
+func withParent(b []byte, span [8]byte) (string, uint64) {
 	hex.Encode(b[36:52], span[:])
 	b[52] = '-'
 	return string(b), binary.BigEndian.Uint64(span[:])

@@ -103,3 +103,19 @@ func TestChild(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkNew and BenchmarkChild measure what a request served without
+// and with a traceparent pays for its ids (crypto/rand, hex, the string).
+func BenchmarkNew(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		New()
+	}
+}
+
+func BenchmarkChild(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		Child(example)
+	}
+}
