@@ -19,16 +19,18 @@
 //
 //   - a span on the goroutine that serves it, named by the method and the
 //     route pattern that matched ("GET /items/{id}"), with the method,
-//     route and path as args and, from its end, the status and the
-//     response bytes, so the handler's own spans nest in it;
+//     route, path and W3C trace id (trace_id) as args and, from its end,
+//     the status and the response bytes, so the handler's own spans nest
+//     in it;
 //   - an async slice of the same name on the process's request tracks,
 //     whose end carries the status and the response bytes, so that
 //     requests served at the same time show side by side as concurrent;
 //     handlers reach it through tracer.AsyncFromContext(r.Context()).
 //
 // For each request a client sends, Transport records a span on the
-// calling goroutine ("HTTP GET", with host and url.path) and an async slice
-// whose end carries the status or the error.
+// calling goroutine ("HTTP GET", with host, url.path and the traceparent
+// it sent) and an async slice, with the trace id, whose end carries the
+// status or the error.
 //
 // # Across processes: W3C Trace Context
 //
