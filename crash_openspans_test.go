@@ -102,7 +102,7 @@ func TestOpenSpansVisibleAfterKill(t *testing.T) {
 // panic shows what was running.
 func TestCloseWritesOpenSpans(t *testing.T) {
 	tr, path := newTestTracer(t, WithFlushInterval(10*time.Second))
-	tr.Span("open", Int("n", 1), String("s", "x"), Bool("b", true), Float64("f", 0.5), Int("m", 2))
+	_ = tr.Span("open", Int("n", 1), String("s", "x"), Bool("b", true), Float64("f", 0.5), Int("m", 2))
 	tr.Span("closed")()
 	require.NoError(t, tr.Close())
 	evs := readClosed(t, path)

@@ -220,7 +220,7 @@ func openSpanMemory(t testing.TB, n int, interval time.Duration) openSpanCost {
 	done := make(chan struct{})
 	for range n {
 		go func() {
-			tr.Span("leaked")
+			_ = tr.Span("leaked")
 			done <- struct{}{}
 		}()
 		<-done

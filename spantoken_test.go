@@ -152,7 +152,7 @@ func TestRepeatedMisuseReportedOnce(t *testing.T) {
 func TestNeverEndedSpanReported(t *testing.T) {
 	var log errorLog
 	tr, path := newTestTracer(t, WithErrorHandler(log.handle))
-	tr.Span("forgot the ()")
+	_ = tr.Span("forgot the ()")
 	tr.Span("ended")()
 	require.NoError(t, tr.Close())
 	evs := readClosed(t, path)

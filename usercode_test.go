@@ -135,7 +135,7 @@ var userCodeShapes = map[string]func(t *testing.T, path string) (recorded int){
 			inner.Store(tr.Close())
 		}))
 		require.NoError(t, err)
-		tr.Span("never ended")
+		_ = tr.Span("never ended")
 		spread(4, 1_000, func(int) { tr.Span("work")() })
 		require.NoError(t, tr.Close())
 		require.NoError(t, inner.Load(), "the handler's Close returns the first call's error")
