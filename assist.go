@@ -43,7 +43,7 @@ package tracer
 const assistChunks = 8
 
 // softChunks is the buffers' soft mark, in chunks: 4 MiB, or four chunks
-// a lane with many Ps, and never above the limit.
+// a chain with many Ps, and never above the limit.
 func softChunks(limit, lanes int) int { return min(limit, max(4<<20/chunkBytes, 4*lanes)) }
 
 // wakeChunks is how many sealed chunks wait before the flusher is woken.
@@ -59,7 +59,7 @@ type helper interface {
 	isClosed() bool    // Close's last pass is over: see keepEnd
 }
 
-// sealed is called by the goroutine that sealed chunk c of a lane.
+// sealed is called by the goroutine that sealed chunk c of a chain.
 func (r *recorder) sealed(*chunk) {
 	n := r.waiting.Inc()
 	if n >= wakeChunks {
@@ -82,7 +82,7 @@ func (r *recorder) waitForChunk() *chunk {
 	for {
 		r.helper.assist()
 		ch := r.progress.arm()
-		if c := r.pool.get(r.laneCount(), 0, r.helper.sinkBehind()); c != nil {
+		if c := r.pool.get(r.chainCount(), 0, r.helper.sinkBehind()); c != nil {
 			r.progress.disarm()
 			return c
 		}
@@ -90,7 +90,7 @@ func (r *recorder) waitForChunk() *chunk {
 			// The writer or the flusher itself: waiting would wait for
 			// itself (see reentry.go). Take from the reserve, or drop.
 			r.progress.disarm()
-			return r.pool.get(r.laneCount(), ownReserveChunks, true)
+			return r.pool.get(r.chainCount(), ownReserveChunks, true)
 		}
 		if !r.recording.Load() || (!r.lossless && r.helper.sinkStalled()) {
 			r.progress.disarm()

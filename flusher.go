@@ -23,7 +23,7 @@ const batchBytes = 256 << 10
 // a goroutine of its own.
 type flusher struct {
 	mu      sync.Mutex
-	r       *recorder // whose lanes it reads
+	r       *recorder // whose chains it reads
 	opts    *options  // the tracer's, read only
 	base    int64     // nanotime of ts 0
 	enc     encoder
@@ -52,20 +52,20 @@ type flusher struct {
 
 	kept []slot // span ends kept aside, in time order: see keepEnd
 
-	imp importState // events from outside the lanes: see imported.go
+	imp importState // events from outside the chains: see imported.go
 
 	// giveUp, while Flush encodes on its caller's goroutine, fires at the
 	// stop timeout: a pass waiting for a free batch then stops early.
 	giveUp <-chan time.Time
 }
 
-// A cursor walks one lane during a pass; the lane keeps its position.
+// A cursor walks one chain during a pass; the chain keeps its position.
 type cursor struct {
-	l    *lane
+	l    *chain
 	head uint64 // published slots of l.read, as last loaded
 }
 
-// prepare readies f to encode r's lanes for sink s, with the options o.
+// prepare readies f to encode r's chains for sink s, with the options o.
 // Its first step takes the anchor of ts 0, and it returns ts 0's nanotime.
 func (f *flusher) prepare(r *recorder, o *options, s sink) (base int64) {
 	base = f.clock.start()
@@ -112,7 +112,7 @@ func (f *flusher) run(done chan<- struct{}) {
 		case now := <-tick.C:
 			if now.Sub(lastTrim) >= time.Second {
 				lastTrim = now
-				r.pool.trim(r.laneCount() + assistChunks)
+				r.pool.trim(r.chainCount() + assistChunks)
 			}
 		}
 		f.mu.Lock()
@@ -210,31 +210,31 @@ func (f *flusher) appendProcessName() {
 // only as much as the writer's queue takes and reports whether it got to
 // the end; with block true it waits for the writer when the queue is full.
 //
-// Ordering: each lane is sorted by the head's clock reading, taken while
+// Ordering: each chain is sorted by the head's clock reading, taken while
 // the writer was pinned. pass reads the clock once, as cut, and then
-// merges the lanes by time, taking only events with at < cut. A goroutine
-// that moved between Ps has its events in several lanes; the merge puts
+// merges the chains by time, taking only events with at < cut. A goroutine
+// that moved between Ps has its events in several chains; the merge puts
 // them in the order it recorded them. Taking only at < cut is what makes
 // that order hold across passes too: if an event with at < cut is taken,
 // every earlier event of the same goroutine was published before that
 // goroutine's clock read, hence before cut, hence before this pass loaded
-// any lane's head (all of which it does after reading cut), so it is taken
+// any chain's head (all of which it does after reading cut), so it is taken
 // in this pass or was in an earlier one. Events at or after cut stay in
-// their lane for the next pass. A pass that stops early, when the queue is
+// their chain for the next pass. A pass that stops early, when the queue is
 // full, has taken a prefix of the merge: everything older than what it
 // left, so the next pass goes on in order.
 //
 // "Published before that goroutine's clock read" is not what storeRelease
 // gives: on amd64 it is a plain store, which may still sit in the CPU's
 // store buffer when the same thread reads the clock. It holds because the
-// two events are in different lanes only if the goroutine changed P in
+// two events are in different chains only if the goroutine changed P in
 // between, and the runtime hands a goroutine or a P between threads with
 // locked (full-barrier) instructions, which drain the store buffer. The
 // rest of the chain assumes the monotonic clock agrees across CPUs (Linux
 // guarantees it) and that the head loads happen after cut is read; on
 // amd64 a later load may in principle be performed a few dozen cycles
 // before RDTSC, far less than it takes a goroutine to change P. Within one
-// lane, order needs none of this: it is the lane's order.
+// chain, order needs none of this: it is the chain's order.
 //
 // The batches reach the writer in the order they were queued, and only one
 // goroutine encodes at a time, so the file holds events in encoding order.
@@ -249,7 +249,7 @@ func (f *flusher) pass(block bool) bool {
 	cut := f.clock.cut()
 	f.takeKeptEnds()
 	f.cursors = f.cursors[:0]
-	for _, l := range *f.r.lanes.Load() {
+	for _, l := range *f.r.chains.Load() {
 		if l != nil {
 			f.cursors = append(f.cursors, cursor{l: l})
 		}
@@ -296,7 +296,7 @@ merge:
 	return complete
 }
 
-// peek returns the head slot of the next event of c's lane, or nil if
+// peek returns the head slot of the next event of c's chain, or nil if
 // none is published. It moves on to the next chunk when it has read one
 // to its end, and gives the one it leaves back to the pool.
 func (f *flusher) peek(c *cursor) *slot {
@@ -671,7 +671,7 @@ func (f *flusher) close() {
 // will never be written.
 func (f *flusher) unread() uint64 {
 	n := uint64(0)
-	for _, l := range *f.r.lanes.Load() {
+	for _, l := range *f.r.chains.Load() {
 		if l == nil {
 			continue
 		}

@@ -61,7 +61,7 @@ func TestFlusherDrainsOnItsOwn(t *testing.T) {
 // goroutine's order, and no file may pass its limit by more than one
 // write.
 func TestRunsOfSpans(t *testing.T) {
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1)) // one lane for both goroutines
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1)) // one chain for both goroutines
 	const goroutines, spans, maxSize = 2, 6000, 16 << 10
 	dir := t.TempDir()
 	tr, err := New(filepath.Join(dir, "trace.json"), WithMaxFileSize(maxSize), WithFlushInterval(10*time.Second))
@@ -72,7 +72,7 @@ func TestRunsOfSpans(t *testing.T) {
 			for i := range spans {
 				switch {
 				case i%997 == 0:
-					runtime.Gosched() // the other goroutine's run follows on the lane
+					runtime.Gosched() // the other goroutine's run follows on the chain
 				case i%499 == 0:
 					tr.Instant("between")
 				case i%613 == 0 && g == 0:

@@ -9,7 +9,7 @@ import (
 // Events that come from outside the recording path, such as the Go
 // runtime's execution trace converted by the goruntime package, reach the
 // file through an imported.Source that the flusher drains at the end of
-// each pass, after the events of the lanes. They carry their own
+// each pass, after the events of the chains. They carry their own
 // timestamps and tracks and are of the kinds the viewers accept in any
 // order (X, C, i, M), so where they fall in the file does not matter; they
 // go out with the normal flushes, so a crash leaves them up to the last

@@ -141,10 +141,10 @@ func TestBuffersGrowAndShrink(t *testing.T) {
 	}
 	grown := chunks()
 	assert.Greater(t, grown, 30, "the pool grows under a burst")
-	assert.LessOrEqual(t, grown, 64+tr.laneCount()+2, "and no further than its limit")
+	assert.LessOrEqual(t, grown, 64+tr.chainCount()+2, "and no further than its limit")
 	s.release()
 	require.NoError(t, tr.Flush())
-	require.Eventually(t, func() bool { return chunks() <= tr.laneCount()+assistChunks+2 }, 10*time.Second, 50*time.Millisecond,
+	require.Eventually(t, func() bool { return chunks() <= tr.chainCount()+assistChunks+2 }, 10*time.Second, 50*time.Millisecond,
 		"the pool gives the chunks of the burst back: %d left", chunks())
 	assert.Zero(t, tr.Stats().Dropped)
 }
@@ -181,10 +181,10 @@ func TestBuffersStopAtTheSoftMark(t *testing.T) {
 				})
 			}
 			wg.Wait()
-			// The soft mark: 4 MiB, or four chunks a lane; every lane may
+			// The soft mark: 4 MiB, or four chunks a chain; every chain may
 			// hold a chunk and the flusher two.
-			lanes := tr.laneCount()
-			assert.LessOrEqual(t, peak, max(4<<20/chunkBytes, 4*lanes, lanes+2), "buffers past the soft mark for a sink that keeps up")
+			chains := tr.chainCount()
+			assert.LessOrEqual(t, peak, max(4<<20/chunkBytes, 4*chains, chains+2), "buffers past the soft mark for a sink that keeps up")
 			require.NoError(t, tr.Close())
 			st := tr.Stats()
 			assert.Zero(t, st.Dropped)
@@ -221,13 +221,13 @@ func TestBuffersGrowPastTheSoftMarkForASlowSink(t *testing.T) {
 			}
 		})
 	}
-	mark := max(softChunks(DefaultBufferLimit/chunkBytes, tr.laneCount()), tr.laneCount()+2)
+	mark := max(softChunks(DefaultBufferLimit/chunkBytes, tr.chainCount()), tr.chainCount()+2)
 	require.Eventually(t, func() bool { return poolChunks(tr) > mark }, 20*time.Second, time.Millisecond,
 		"a write held for long: the buffers grow past %d chunks", mark)
 	s.release()
 	released = true
 	wg.Wait()
-	assert.LessOrEqual(t, poolChunks(tr), DefaultBufferLimit/chunkBytes+tr.laneCount()+2)
+	assert.LessOrEqual(t, poolChunks(tr), DefaultBufferLimit/chunkBytes+tr.chainCount()+2)
 	require.NoError(t, tr.Close())
 	assert.Zero(t, tr.Stats().Dropped)
 	assert.Equal(t, spans, countSpans(t, path, "x"))

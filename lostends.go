@@ -11,7 +11,7 @@ import (
 // already written as a B event, and a B without its E draws a span to the
 // end of the trace that swallows every later span of its goroutine. So an
 // end that finds no room is kept aside, in a list the flusher takes at
-// each pass and merges with the lanes in time order, as if it had been
+// each pass and merges with the chains in time order, as if it had been
 // recorded in one. It is the slow path of a stalled sink, so a mutex is
 // fine; the list is bounded (only recorded starts can be ended), and an
 // end past the bound is dropped and counted after all.

@@ -140,7 +140,7 @@ func (f *flusher) popAny(end *slot, rest []slot) {
 	case o.written:
 		st.ended = true
 		if len(endArgs) > 0 {
-			st.endArgs = append([]slot(nil), endArgs...) // the lane reuses its chunk
+			st.endArgs = append([]slot(nil), endArgs...) // the chain reuses its chunk
 		}
 	default:
 		start, r := o.start, o.rest()

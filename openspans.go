@@ -9,9 +9,9 @@ import (
 
 // Spans are recorded as two events, a start and an end, and the flusher
 // pairs them. Most spans are short and their end is the very next event in
-// the same lane, which the flusher pairs on the spot into one X event.
+// the same chain, which the flusher pairs on the spot into one X event.
 // Other starts wait in their goroutine's stack of open spans here, copied
-// out of the lane so their chunk can be reused.
+// out of the chain so their chunk can be reused.
 //
 // A start older than one flush interval when a flush ends is written as a B
 // event right away, so a killed process shows what it was doing; its end

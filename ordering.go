@@ -5,7 +5,7 @@ import "sync/atomic"
 // Plain words shared between goroutines.
 //
 // The package's shared atomic state uses go.uber.org/atomic's types. A
-// few words cannot: a chunk's head, a lane's next token and count of span
+// few words cannot: a chunk's head, a chain's next token and count of span
 // starts, a token's state, and whether the clock reads the CPU's counter
 // (clock.go). A chunk's head is published with storeRelease (see
 // ordering_fast.go), a plain store on amd64 and arm64 where sync/atomic's

@@ -12,7 +12,7 @@ package tracer
 func storeRelease(addr *uint64, val uint64)
 
 // storePlain stores val at addr with no ordering of its own: for the words
-// a lane's producer keeps (a token's state, the lane's next token and
+// a chain's producer keeps (a token's state, the chain's next token and
 // count of starts), which other goroutines read only after the chunk's
 // head that the same record publishes with storeRelease, or need to see
 // only eventually. An ordinary store, which the compiler inlines: three of

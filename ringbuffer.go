@@ -21,7 +21,7 @@ func procUnpin()
 
 // Buffers.
 //
-// Each P records into a lane: a list of fixed-size chunks that the P fills
+// Each P records into a chain: a list of fixed-size chunks that the P fills
 // one after the other, and the flusher reads and hands back, the way the
 // runtime's execution tracer and the Perfetto SDK buffer their events. A
 // P that fills its chunk takes a fresh one from the tracer's pool, so a
@@ -59,13 +59,13 @@ type chunk struct {
 	slots [chunkSlots]slot
 }
 
-// full is the chunk of a lane that has none yet: it has no room, so the
-// first event on a new lane takes the refill path.
+// full is the chunk of a chain that has none yet: it has no room, so the
+// first event on a new chain takes the refill path.
 var full = &chunk{head: chunkSlots}
 
-// A lane is one P's chain of chunks.
-type lane struct {
-	// Producer side: touched only by a goroutine pinned to the lane's P.
+// A chain is one P's chain of chunks.
+type chain struct {
+	// Producer side: touched only by a goroutine pinned to the chain's P.
 	// Pinning is what orders the accesses of successive goroutines; they
 	// are atomic (a plain move on amd64 and arm64, but for the store of
 	// cur, once per chunk) so that the race detector sees the order too.
@@ -80,27 +80,27 @@ type lane struct {
 	read *chunk // the oldest chunk not read to its end, nil before the first
 	pos  uint64 // next slot to read in read
 
-	first atomic.Pointer[chunk] // the lane's first chunk, for read to start on
+	first atomic.Pointer[chunk] // the chain's first chunk, for read to start on
 	id    uint64
 
-	// The tokens of the spans started on this lane (see spantoken.go).
+	// The tokens of the spans started on this chain (see spantoken.go).
 	// Only the producer adds blocks; the flusher reads them to take back
 	// the tokens of spans it forgot.
 	blocks atomic.Pointer[[]*tokenBlock]
 	r      *recorder
 }
 
-func newLane(r *recorder, p int) *lane {
-	l := &lane{id: uint64(p), r: r}
+func newChain(r *recorder, p int) *chain {
+	l := &chain{id: uint64(p), r: r}
 	blocks := []*tokenBlock{newTokenBlock(l, 0)}
 	l.blocks.Store(&blocks)
 	l.cur.Store(full)
 	return l
 }
 
-// A recorder is the record path's state: the lanes that recording
+// A recorder is the record path's state: the chains that recording
 // goroutines append to, the pool their chunks come from, and the counts of
-// what they could not record. The flusher reads the lanes; the record path
+// what they could not record. The flusher reads the chains; the record path
 // reaches the flusher only through helper, to help it (assist.go).
 type recorder struct {
 	recording  atomic.Bool                    // false once Close began: events are refused
@@ -111,8 +111,8 @@ type recorder struct {
 	unmatched  atomic.Uint64                  // span ends that ended nothing: see spantoken.go
 	refusal    refusal
 	kept       keptEnds // span ends that found no room: see keepEnd
-	lanes      atomic.Pointer[lanes]
-	lanesMu    sync.Mutex // serialises addLane only
+	chains      atomic.Pointer[chains]
+	chainsMu    sync.Mutex // serialises addLane only
 	pool       chunkPool
 	waiting    atomic.Int64   // sealed chunks the flusher has not read yet
 	wake       chan struct{}  // wakes the flusher when a chunk is sealed
@@ -123,15 +123,15 @@ type recorder struct {
 	helper     helper         // the flusher, as the record path sees it
 }
 
-// lanes is the set of per-P lanes, indexed by P id. It is replaced, never
-// modified, when a P without a lane first records.
-type lanes []*lane
+// chains is the set of per-P chains, indexed by P id. It is replaced, never
+// modified, when a P without a chain first records.
+type chains []*chain
 
 // nop is what recording calls return when tracing is off.
 func nop(...Arg) {}
 
 // record appends one event of goroutine gid, the caller, to the calling
-// P's lane. It returns the function that ends a span it started, nop for
+// P's chain. It returns the function that ends a span it started, nop for
 // other events it recorded, and nil if it recorded nothing (a disabled
 // category, a closed tracer, or a full buffer on a stalled sink, which it
 // counts). cs holds the category and scope ids of async and flow events,
@@ -196,7 +196,7 @@ type eventRest struct {
 }
 
 // put writes an event of n slots, its head and rest (nil when n is 1),
-// into the calling P's lane, and returns what record does; it refuses
+// into the calling P's chain, and returns what record does; it refuses
 // and counts an event once Close began (record does only for one its
 // category leaves out, which never gets here). A span's start
 // and end without args, the most common events, come here from Span and
@@ -209,7 +209,7 @@ func (r *recorder) put(gid uint64, k kind, flags uint8, name string, id, n uint6
 	}
 	for {
 		p := procPin()
-		if ls := *r.lanes.Load(); p < len(ls) && ls[p] != nil {
+		if ls := *r.chains.Load(); p < len(ls) && ls[p] != nil {
 			l := ls[p]
 			c := l.cur.Load()
 			if h := loadAcquire(&c.head); h+n <= chunkSlots {
@@ -277,18 +277,18 @@ func (r *recorder) allows(cat uint16) bool {
 	return f == nil || cat == 0 || f.allows(cat)
 }
 
-// refill gives the lane of P p, or of the P the goroutine runs on now, a
+// refill gives the chain of P p, or of the P the goroutine runs on now, a
 // chunk with room for n slots. It runs once per chunk, not pinned, so it
 // may take locks, help the flusher and wait. It returns false, having
 // counted the drop, if the event cannot be recorded: the buffers are full
 // and the sink is stalled (default mode) or the tracer is closing. The
 // end of a span is not counted here: keepEnd keeps it, or counts it.
 func (r *recorder) refill(p int, n uint64, end bool) bool {
-	if ls := *r.lanes.Load(); p >= len(ls) || ls[p] == nil {
-		r.addLane(p)
+	if ls := *r.chains.Load(); p >= len(ls) || ls[p] == nil {
+		r.addChain(p)
 		return true
 	}
-	c := r.pool.get(r.laneCount(), 0, r.helper.sinkBehind())
+	c := r.pool.get(r.chainCount(), 0, r.helper.sinkBehind())
 	if c == nil {
 		if c = r.waitForChunk(); c == nil {
 			switch {
@@ -303,10 +303,10 @@ func (r *recorder) refill(p int, n uint64, end bool) bool {
 	}
 	for {
 		p := procPin()
-		ls := *r.lanes.Load()
+		ls := *r.chains.Load()
 		if p >= len(ls) || ls[p] == nil {
 			procUnpin()
-			r.addLane(p)
+			r.addChain(p)
 			continue
 		}
 		l := ls[p]
@@ -331,41 +331,41 @@ func (r *recorder) refill(p int, n uint64, end bool) bool {
 	}
 }
 
-// addLane gives P p a lane. It runs once per P for the tracer's life, so
+// addChain gives P p a chain. It runs once per P for the tracer's life, so
 // a mutex is fine here; the record path never takes it.
-func (r *recorder) addLane(p int) {
-	r.lanesMu.Lock()
-	defer r.lanesMu.Unlock()
-	old := *r.lanes.Load()
+func (r *recorder) addChain(p int) {
+	r.chainsMu.Lock()
+	defer r.chainsMu.Unlock()
+	old := *r.chains.Load()
 	if p < len(old) && old[p] != nil {
 		return
 	}
-	grown := make(lanes, max(len(old), p+1))
+	grown := make(chains, max(len(old), p+1))
 	copy(grown, old)
-	grown[p] = newLane(r, p)
-	r.lanes.Store(&grown)
+	grown[p] = newChain(r, p)
+	r.chains.Store(&grown)
 }
 
-// laneCount returns how many lanes there are.
-func (r *recorder) laneCount() int { return len(*r.lanes.Load()) }
+// chainCount returns how many chains there are.
+func (r *recorder) chainCount() int { return len(*r.chains.Load()) }
 
-// A chunkPool hands chunks to the lanes and takes them back from the
+// A chunkPool hands chunks to the chains and takes them back from the
 // flusher. It allocates chunks as they are needed, up to its limit, and
 // frees those that a burst left unused.
 type chunkPool struct {
 	mu     sync.Mutex
 	free   []*chunk
 	count  int // chunks allocated and not freed
-	limit  int // most chunks, however many lanes; see get
+	limit  int // most chunks, however many chains; see get
 	unused int // fewest free chunks since the last trim
 }
 
 // get returns a chunk with nothing in it, or nil if the pool is at its
 // limit, or at its soft mark unless grow (see softChunks). The limit is
-// raised to two chunks more than there are lanes, so that every P can
+// raised to two chunks more than there are chains, so that every P can
 // hold a chunk while the flusher reads a full one, and by reserve more for
 // the tracer's own goroutines (see reentry.go).
-func (cp *chunkPool) get(lanes, reserve int, grow bool) *chunk {
+func (cp *chunkPool) get(chains, reserve int, grow bool) *chunk {
 	cp.mu.Lock()
 	if n := len(cp.free); n > 0 {
 		c := cp.free[n-1]
@@ -374,7 +374,7 @@ func (cp *chunkPool) get(lanes, reserve int, grow bool) *chunk {
 		cp.unused = min(cp.unused, len(cp.free))
 		cp.mu.Unlock()
 		// Atomic, though no one else can use c now: a goroutine that found
-		// c full when it was a lane's chunk read its head without writing
+		// c full when it was a chain's chunk read its head without writing
 		// to it, and only the P it was pinned to orders that read before
 		// this write, which the race detector does not see.
 		storeWord(&c.head, 0)
@@ -383,9 +383,9 @@ func (cp *chunkPool) get(lanes, reserve int, grow bool) *chunk {
 	}
 	limit := cp.limit
 	if !grow {
-		limit = softChunks(limit, lanes)
+		limit = softChunks(limit, chains)
 	}
-	if cp.count >= max(limit, lanes+2)+reserve {
+	if cp.count >= max(limit, chains+2)+reserve {
 		cp.mu.Unlock()
 		return nil
 	}

@@ -8,7 +8,7 @@ import (
 // Span tokens: what makes a span's end function safe to misuse.
 //
 // The function Span returns must cost no allocation, so it cannot be made
-// for each span: it is one of a lane's tokens' end functions, made in
+// for each span: it is one of a chain's tokens' end functions, made in
 // advance, and the end it records carries the token so the flusher knows
 // which start it ends. A token is held by one open span at a time: its
 // state is the id of the goroutine whose span holds it, and the end
@@ -19,11 +19,11 @@ import (
 // caller's, records nothing and touches no span: it is counted in
 // Stats.Unmatched and reported once to the error handler.
 //
-// A lane hands its tokens out in turn, and a freed token is handed out
-// again only once reuseAfter more spans have started on its lane: the end
-// that frees it stamps it with the lane's count of span starts, and take
+// A chain hands its tokens out in turn, and a freed token is handed out
+// again only once reuseAfter more spans have started on its chain: the end
+// that frees it stamps it with the chain's count of span starts, and take
 // passes over a free token whose stamp is younger. (Handing tokens out in
-// turn is not enough on its own: while most of a lane's tokens are held,
+// turn is not enough on its own: while most of a chain's tokens are held,
 // as on a server with thousands of requests in flight, the turn comes
 // round after far fewer starts than there are tokens.) The one misuse a
 // token cannot tell apart from a real end is a stale end function called
@@ -33,9 +33,9 @@ import (
 // comes, which a deferred end never meets (deferred calls run in reverse
 // order, so spans begun after it have ended).
 //
-// A lane hands its tokens out in laps: take moves a cursor through the
+// A chain hands its tokens out in laps: take moves a cursor through the
 // blocks and passes over the tokens it cannot hand out (held, or freed
-// too recently). Each lap visits every token once, so the lane knows at
+// too recently). Each lap visits every token once, so the chain knows at
 // a lap's end how many it passed over; when they outnumber those it
 // handed out, it adds enough blocks for the next lap to hand out at least
 // as many as it passes over. A run of held tokens, however long, costs
@@ -52,25 +52,25 @@ import (
 // and a token's end function and state take 48 bytes; a block a P is
 // what the bound costs in memory, 192 KiB a P for 4000 spans.
 
-// tokenBlockSize is the number of tokens a lane gets at a time.
+// tokenBlockSize is the number of tokens a chain gets at a time.
 const tokenBlockSize = 4096
 
-// reuseAfter is how many spans must start on a lane before a token freed
-// there is handed out again: a little less than a block, so that a lane
+// reuseAfter is how many spans must start on a chain before a token freed
+// there is handed out again: a little less than a block, so that a chain
 // whose spans end as they start (a tight loop) cycles through one block.
 const reuseAfter = 4000
 
-// A spanToken names an open span: its lane and its index there.
+// A spanToken names an open span: its chain and its index there.
 type spanToken struct {
 	// gid<<1|1 while goroutine gid's span holds it; when free, 0 if never
-	// used, else (starts+1)<<1 with starts the lane's count of span starts
+	// used, else (starts+1)<<1 with starts the chain's count of span starts
 	// when it was freed (see free).
 	state uint64
-	l     *lane
-	id    uint64 // lane id << 32 | index in the lane
+	l     *chain
+	id    uint64 // chain id << 32 | index in the chain
 }
 
-// A tokenBlock is a block of a lane's tokens, with their end functions
+// A tokenBlock is a block of a chain's tokens, with their end functions
 // made once.
 type tokenBlock struct {
 	tokens   [tokenBlockSize]spanToken
@@ -84,12 +84,12 @@ type tokenBlock struct {
 // A token's end function is the method value tok.end: a closure Go
 // allocates, a pointer to two words, the code of a wrapper that calls the
 // method and the receiver. Made one a token, a block's end functions
-// would take 4,096 allocations (which a lane's first span, or a block
+// would take 4,096 allocations (which a chain's first span, or a block
 // added while pinned, would wait for, and the collector would scan); the
 // block holds the closures instead, laid out as Go lays them out, which
 // endCode checks once (a Go that lays them out otherwise gets method
 // values).
-func newTokenBlock(l *lane, first int) *tokenBlock {
+func newTokenBlock(l *chain, first int) *tokenBlock {
 	b := new(tokenBlock)
 	for i := range b.tokens {
 		b.tokens[i] = spanToken{l: l, id: l.id<<32 | uint64(first+i)}
@@ -125,18 +125,18 @@ func init() {
 // held is the state of a token held by goroutine gid's span.
 func held(gid uint64) uint64 { return gid<<1 | 1 }
 
-// free is the state of a token freed after starts span starts on its lane.
+// free is the state of a token freed after starts span starts on its chain.
 func free(starts uint64) uint64 { return (starts + 1) << 1 }
 
 // reusable reports whether a token in state st may be handed out after
-// starts span starts on its lane.
+// starts span starts on its chain.
 func reusable(st, starts uint64) bool {
 	return st == 0 || st&1 == 0 && starts-(st>>1-1) >= reuseAfter
 }
 
 // take hands out a free token of l to goroutine gid and returns its index
 // and end function. It runs pinned to l's P: its only producer.
-func (l *lane) take(gid uint64) (uint64, func(...Arg)) {
+func (l *chain) take(gid uint64) (uint64, func(...Arg)) {
 	blocks := *l.blocks.Load()
 	i := loadAcquire(&l.next)
 	for {
@@ -159,7 +159,7 @@ func (l *lane) take(gid uint64) (uint64, func(...Arg)) {
 // lapEnd ends a lap of l's tokens: it returns the blocks and the index
 // the next lap starts at, after adding blocks if the lap passed over more
 // tokens than it handed out (see the note above).
-func (l *lane) lapEnd(blocks []*tokenBlock) ([]*tokenBlock, uint64) {
+func (l *chain) lapEnd(blocks []*tokenBlock) ([]*tokenBlock, uint64) {
 	passed, taken := l.lapPassed, l.starts-l.lapStarts
 	l.lapPassed, l.lapStarts = 0, l.starts
 	if passed <= taken {
@@ -177,7 +177,7 @@ func (l *lane) lapEnd(blocks []*tokenBlock) ([]*tokenBlock, uint64) {
 }
 
 // token returns l's token at index i.
-func (l *lane) token(i uint64) *spanToken {
+func (l *chain) token(i uint64) *spanToken {
 	return &(*l.blocks.Load())[i/tokenBlockSize].tokens[i%tokenBlockSize]
 }
 
@@ -217,7 +217,7 @@ func (r *recorder) unmatchedEnd(gid, state uint64) {
 // came meanwhile: the forgotten span's own end, should it come, is then
 // unmatched.
 func (r *recorder) release(token, gid uint64) {
-	lp := r.lanes.Load()
+	lp := r.chains.Load()
 	if lp == nil {
 		return
 	}
@@ -227,7 +227,7 @@ func (r *recorder) release(token, gid uint64) {
 	}
 }
 
-// maxTokens is the most tokens a lane holds while at most held of its
+// maxTokens is the most tokens a chain holds while at most held of its
 // spans are open at once (see take): a whole number of blocks.
 func maxTokens(held int) int {
 	return ((4*held+2*reuseAfter)/tokenBlockSize + 2) * tokenBlockSize

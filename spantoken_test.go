@@ -75,10 +75,10 @@ func TestEndMisuse(t *testing.T) {
 			name:    "a stale end after its token went to another goroutine's span",
 			misuses: 1,
 			run: func(tr *Tracer) {
-				defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1)) // one lane: tokens in turn
+				defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1)) // one chain: tokens in turn
 				endA := tr.Span("A")
 				endA()
-				// Every other token of the lane, so the next span gets A's.
+				// Every other token of the chain, so the next span gets A's.
 				for range tokenBlockSize - 1 {
 					tr.Span("fill")()
 				}
@@ -93,7 +93,7 @@ func TestEndMisuse(t *testing.T) {
 				}()
 				gidB := <-started
 				// The premise: B holds the token A's stale end names.
-				tok := (*tr.lanes.Load())[0].token(0)
+				tok := (*tr.chains.Load())[0].token(0)
 				assert.Equal(t, held(gidB), tok.state, "B took A's token")
 				endA() // stale
 				close(release)
@@ -177,7 +177,7 @@ func TestManySpansHeldOnOneP(t *testing.T) {
 		ends[i](Int("i", i))
 	}
 	require.NoError(t, tr.Close())
-	assert.GreaterOrEqual(t, len(*(*tr.lanes.Load())[0].blocks.Load()), 4)
+	assert.GreaterOrEqual(t, len(*(*tr.chains.Load())[0].blocks.Load()), 4)
 	evs := readClosed(t, path)
 	checkTracks(t, evs)
 	assert.Len(t, byName(evs, "held"), n)
@@ -196,7 +196,7 @@ func TestForgottenSpanTokenComesBack(t *testing.T) {
 	onOtherGoroutine(func() {
 		end, gid = tr.Span("forgotten"), goroutineID()
 	})
-	tok := (*tr.lanes.Load())[0].token(0)
+	tok := (*tr.chains.Load())[0].token(0)
 	require.Equal(t, held(gid), tok.state)
 	tr.release(tok.id, gid)
 	assert.Zero(t, tok.state&1, "free again")
@@ -214,7 +214,7 @@ func TestForgottenSpanTokenComesBack(t *testing.T) {
 func TestStaleEndBound(t *testing.T) {
 	for _, between := range []int{0, 255, 511, 1023, reuseAfter - 1} {
 		t.Run(strconv.Itoa(between), func(t *testing.T) {
-			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1)) // one lane
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1)) // one chain
 			tr, path := newTestTracer(t, WithFlushInterval(10*time.Second))
 			// In flight: a block's worth of requests, each on its
 			// goroutine, of which one in sixteen has ended, so free
@@ -269,7 +269,7 @@ func TestStaleEndBound(t *testing.T) {
 
 // TestHeldSpansBoundTokens is issue 31's first defect: spans held for a
 // goroutine's life (a worker pool's `defer tracer.Span("worker")()`) back
-// to back on one P made every lap of the lane's tokens add a block, about
+// to back on one P made every lap of the chain's tokens add a block, about
 // about 48 bytes a span started, without bound. The tokens a P holds are
 // bounded by the spans open on it at once, never by the spans started
 // (maxTokens): checked for runs of held spans of every length around the
@@ -280,7 +280,7 @@ func TestHeldSpansBoundTokens(t *testing.T) {
 	}
 	for _, heldSpans := range []int{15, 16, 20, 64, 1000, tokenBlockSize + 10} {
 		t.Run(strconv.Itoa(heldSpans), func(t *testing.T) {
-			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1)) // one lane
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1)) // one chain
 			tr, _ := newTestTracer(t)
 			ends := make([]func(...Arg), heldSpans)
 			for i := range ends {
@@ -289,7 +289,7 @@ func TestHeldSpansBoundTokens(t *testing.T) {
 			for range 250_000 {
 				tr.Span("job")()
 			}
-			got := len(*(*tr.lanes.Load())[0].blocks.Load())
+			got := len(*(*tr.chains.Load())[0].blocks.Load())
 			assert.LessOrEqual(t, got, maxTokens(heldSpans)/tokenBlockSize,
 				"token blocks with %d spans held", heldSpans)
 			for i := len(ends) - 1; i >= 0; i-- {
@@ -320,7 +320,7 @@ func TestHeldSpansBoundTokens(t *testing.T) {
 		}
 		close(jobs)
 		wg.Wait()
-		for p, l := range *tr.lanes.Load() {
+		for p, l := range *tr.chains.Load() {
 			if l != nil {
 				assert.LessOrEqual(t, len(*l.blocks.Load()), maxTokens(32)/tokenBlockSize, "P %d", p)
 			}
@@ -334,8 +334,8 @@ func TestHeldSpansBoundTokens(t *testing.T) {
 		rng := rand.New(rand.NewPCG(uint64(seed), 0))
 		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 		tr, _ := newTestTracer(t)
-		tr.Span("first")() // makes the lane
-		l := (*tr.lanes.Load())[0]
+		tr.Span("first")() // makes the chain
+		l := (*tr.chains.Load())[0]
 		// Each held span on a goroutine of its own, as a server's
 		// requests: ended in any order, they end in order on their track.
 		hold := func() (end func()) {
@@ -398,7 +398,7 @@ func TestEndClosureLayout(t *testing.T) {
 		assert.Equal(t, e.Args["i"], e.Args["end"], "each end function ends its own span")
 	}
 	if !raceEnabled {
-		l := (*tr.lanes.Load())[0]
+		l := (*tr.chains.Load())[0]
 		assert.Equal(t, 1.0, testing.AllocsPerRun(10, func() { newTokenBlock(l, 0) }), "a block is one allocation")
 	}
 }

@@ -50,14 +50,14 @@ func settledGoroutines(want int) int {
 }
 
 // memoryCeiling is the most heap a tracer may hold, whatever the load:
-// its buffers at their limit, two chunks more than there are lanes, each
-// lane's first block of span tokens and their end functions (with 16 bytes of closure each), the
+// its buffers at their limit, two chunks more than there are chains, each
+// chain's first block of span tokens and their end functions (with 16 bytes of closure each), the
 // writer's queue of batches, the open-span table at its bound (1 KiB a
 // span with room to spare; 600 bytes measured) and 4 MiB for the rest.
 func memoryCeiling(procs, bufferLimit int) uint64 {
 	token := unsafe.Sizeof(spanToken{}) + unsafe.Sizeof(func() {}) + 16
-	lanes := uint64(procs) * (chunkBytes + tokenBlockSize*uint64(token))
-	return uint64(bufferLimit) + 2*chunkBytes + lanes + queueBatches*(2*batchBytes) + maxOpenSpans<<10 + 4<<20
+	chains := uint64(procs) * (chunkBytes + tokenBlockSize*uint64(token))
+	return uint64(bufferLimit) + 2*chunkBytes + chains + queueBatches*(2*batchBytes) + maxOpenSpans<<10 + 4<<20
 }
 
 // TestMillionGoroutines starts a million goroutines (a hundred thousand
@@ -205,8 +205,8 @@ func TestGOMAXPROCSChurn(t *testing.T) {
 		}
 	}
 	assert.Zero(t, st.Unmatched+st.Late+st.Lost)
-	t.Logf("%d GOMAXPROCS changes, %d rings", changes, len(*tr.lanes.Load()))
-	assert.GreaterOrEqual(t, len(*tr.lanes.Load()), 2)
+	t.Logf("%d GOMAXPROCS changes, %d rings", changes, len(*tr.chains.Load()))
+	assert.GreaterOrEqual(t, len(*tr.chains.Load()), 2)
 }
 
 // TestStartStopCycles starts and stops the default tracer, and makes and

@@ -120,8 +120,8 @@ func newTracer(s sink, o options) (*Tracer, error) {
 	t.lossless = o.lossless
 	t.helper = &t.flusher
 	t.pool.limit = o.bufferLimit / chunkBytes
-	empty := lanes{}
-	t.lanes.Store(&empty)
+	empty := chains{}
+	t.chains.Store(&empty)
 	t.categories.Store(o.categories)
 	chooseClock() // first: it reads files, which must not come between the two clocks
 	t.base = t.flusher.prepare(&t.recorder, &t.opts, s)

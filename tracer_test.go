@@ -213,7 +213,7 @@ func TestBeginEndOrderWhileMigrating(t *testing.T) {
 
 // TestLateEventsCounted records each shape of event after Close: each is
 // refused and counted once in Stats.Late, whether it goes through the
-// args' path or straight to the lane (a span without args), and whatever
+// args' path or straight to the chain (a span without args), and whatever
 // its category, even one the tracer does not record.
 func TestLateEventsCounted(t *testing.T) {
 	off := Category("late-off")
@@ -293,7 +293,7 @@ func TestFullBuffersWaitNotDrop(t *testing.T) {
 }
 
 func TestSpansWithManyArgs(t *testing.T) {
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1)) // one P, one lane
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1)) // one P, one chain
 	tr, path := newTestTracer(t)
 	var args []Arg
 	for i := 0; i < maxArgs+5; i++ {

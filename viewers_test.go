@@ -337,7 +337,7 @@ func TestSubMicrosecondSiblingsAreFlat(t *testing.T) {
 	}
 	tr, path := newTestTracer(t)
 	for range 1000 {
-		tr.Span("warm-up")() // the lane, its chunks and tokens
+		tr.Span("warm-up")() // the chain, its chunks and tokens
 	}
 	func() {
 		defer tr.Span("parent")()
