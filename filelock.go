@@ -19,10 +19,6 @@ import (
 // before truncating it. On platforms without flock (Windows) there is no
 // lock: two writers there are the user's to avoid.
 
-// ErrFileInUse is returned, wrapped with the path, by New and Start when
-// another tracer, in this process or another, is writing the file.
-var ErrFileInUse = errors.New("file is being written by another tracer (in this process or another), and two writers would make it unreadable: give each its own path")
-
 // joinSuffix ends the name of the temporary file that closing a gzip
 // file writes its joined members to (see joinGzipMembers).
 const joinSuffix = ".join"

@@ -35,7 +35,7 @@ var stages = []struct {
 		"filelock_other.go", "fifo_unix.go", "fifo_other.go"}},
 	{"recorder", []string{"ringbuffer.go", "record.go", "spantoken.go", "assist.go", "lostends.go",
 		"reentry.go", "refusal.go", "category.go", "arg.go"}},
-	{"ground", []string{"clock.go", "clock_counter.go", "clock_nocounter.go", "progress.go", "env.go",
+	{"ground", []string{"errors.go", "clock.go", "clock_counter.go", "clock_nocounter.go", "progress.go", "env.go",
 		"goroutine.go", "ordering.go", "ordering_fast.go", "ordering_other.go"}},
 }
 

@@ -2,7 +2,10 @@ package tracer
 
 import (
 	"math"
+	"sync"
 	"unsafe"
+
+	"go.uber.org/atomic"
 )
 
 // kind is the Trace Event Format phase an event becomes.
@@ -219,4 +222,239 @@ func args(h *slot, rest []slot) []slot {
 		return rest[1:]
 	}
 	return rest
+}
+
+// The record path.
+
+// A recorder is the record path's state: the chains that recording
+// goroutines append to, the pool their chunks come from, and the counts of
+// what they could not record. The flusher reads the chains; the record path
+// reaches the flusher only through helper, to help it (assist.go).
+type recorder struct {
+	recording  atomic.Bool                    // false once Close began: events are refused
+	categories atomic.Pointer[categoryFilter] // nil: every category is recorded
+	lateDrops  atomic.Uint64                  // events refused because the tracer was closed
+	dropped    atomic.Uint64                  // events dropped: full buffers on a stalled sink
+	refused    atomic.Uint64                  // events and counter series refused: see refuse
+	unmatched  atomic.Uint64                  // span ends that ended nothing: see spantoken.go
+	refusal    refusal
+	kept       keptEnds // span ends that found no room: see keepEnd
+	chains     atomic.Pointer[chains]
+	chainsMu   sync.Mutex // serialises addChain only
+	pool       chunkPool
+	waiting    atomic.Int64   // sealed chunks the flusher has not read yet
+	wake       chan struct{}  // wakes the flusher when a chunk is sealed
+	progress   progressSignal // wakes recording goroutines waiting for room
+	own        ownGoroutines  // the goroutines that run user code: see reentry.go
+	stop       chan struct{}  // closed when Close begins: no more waiting for room
+	lossless   bool           // WithLossless: wait for room however long it takes
+	helper     helper         // the flusher, as the record path sees it
+}
+
+// chains is the set of per-P chains, indexed by P id. It is replaced, never
+// modified, when a P without a chain first records.
+type chains []*chain
+
+// nop is what recording calls return when tracing is off.
+func nop(...Arg) {}
+
+// record appends one event of goroutine gid, the caller, to the calling
+// P's chain. It returns the function that ends a span it started, nop for
+// other events it recorded, and nil if it recorded nothing (a disabled
+// category, a closed tracer, or a full buffer on a stalled sink, which it
+// counts). cs holds the category and scope ids of async and flow events,
+// which their handle carries (and whose category was checked when it was
+// made); other events take them from their Category and Namespace args, a
+// span's end none.
+func (r *recorder) record(gid uint64, k kind, flags uint8, cs catScope, name string, id uint64, args []Arg) func(...Arg) {
+	n := uint64(1)
+	if len(args) > 0 {
+		if len(args) > maxArgs {
+			args = args[:maxArgs]
+		}
+		slots := argSlots(args)
+		if k < kindAsyncBegin && k != kindEnd {
+			// Only args give these events a category: an event
+			// without args has nothing to filter.
+			if cs = cs.from(args); cs.cat != 0 && !r.allows(cs.cat) {
+				r.late() // counted if Close began, whatever its category
+				return nil
+			}
+		}
+		if slots&hasStringer != 0 {
+			return r.recordFormatted(gid, k, flags, cs, name, id, args)
+		}
+		n += slots
+	}
+	extra := cs != (catScope{}) || k.hasID()
+	if extra {
+		n++
+	}
+	if n == 1 {
+		return r.put(gid, k, flags, name, id, 1, nil)
+	}
+	return r.put(gid, k, flags, name, id, n, &eventRest{args: args, cs: cs, extra: extra})
+}
+
+// recordFormatted is record for an event whose args hold a Stringer: it
+// formats them (formatArgs), unless Close began, and records the text. It
+// is apart from record so that the array it formats into takes no room
+// on record's stack.
+//
+//go:noinline
+func (r *recorder) recordFormatted(gid uint64, k kind, flags uint8, cs catScope, name string, id uint64, args []Arg) func(...Arg) {
+	if !r.recording.Load() {
+		return r.put(gid, k, flags, name, id, 1, nil) // refused and counted as late
+	}
+	var buf [maxArgs]Arg
+	args = formatArgs(&buf, args)
+	n := argSlots(args)
+	extra := cs != (catScope{}) || k.hasID()
+	if extra {
+		n++
+	}
+	return r.put(gid, k, flags, name, id, n+1, &eventRest{args: args, cs: cs, extra: extra})
+}
+
+// An eventRest is what an event holds besides its head: see slot.
+type eventRest struct {
+	args  []Arg
+	cs    catScope
+	extra bool
+}
+
+// put writes an event of n slots, its head and rest (nil when n is 1),
+// into the calling P's chain, and returns what record does; it refuses
+// and counts an event once Close began (record does only for one its
+// category leaves out, which never gets here). A span's start
+// and end without args, the most common events, come here from Span and
+// the end function directly: record's longer list of parameters, which
+// does not fit the registers, and its checks of args cost a bare Span
+// about 12% (BenchmarkSpan/on).
+func (r *recorder) put(gid uint64, k kind, flags uint8, name string, id, n uint64, rest *eventRest) func(...Arg) {
+	if r.late() {
+		return nil
+	}
+	for {
+		p := procPin()
+		if ls := *r.chains.Load(); p < len(ls) && ls[p] != nil {
+			l := ls[p]
+			c := l.cur.Load()
+			if h := loadAcquire(&c.head); h+n <= chunkSlots {
+				end := nop
+				head := &c.slots[h]
+				// now(), by hand: two calls are past the inliner's budget.
+				if loadAcquire(&counterOn) != 0 {
+					head.num = uint64(cputicks())
+				} else {
+					head.num = uint64(nanotime()) | rawNanotime
+				}
+				head.meta = headMeta(k, flags, n, rest != nil && rest.extra, gid)
+				if k == kindEnd {
+					head.n, head.p = id, nil // the token
+				} else {
+					head.setStr(name)
+				}
+				if k <= kindBegin {
+					var tok uint64
+					tok, end = l.take(gid)
+					head.n |= tok << 32
+				}
+				if n > 1 {
+					if k == kindEnd {
+						putArgs(c.slots[h+1:h+n], rest.args)
+					} else {
+						putEvent(c.slots[h:h+n], rest.extra, rest.cs, id, rest.args)
+					}
+				}
+				storeRelease(&c.head, h+n)
+				procUnpin()
+				return end
+			}
+		}
+		procUnpin()
+		if k == kindEnd {
+			// The slow path of an end: read the clock before refill may
+			// wait, in case the end must be kept aside (see keepEnd).
+			if at := now(); !r.refill(p, n, true) {
+				r.keepEnd(gid, id, at)
+				return nil
+			}
+			continue
+		}
+		if !r.refill(p, n, false) {
+			return nil
+		}
+	}
+}
+
+// late reports whether Close began, counting the event it then refuses.
+func (r *recorder) late() bool {
+	if r.recording.Load() {
+		return false
+	}
+	r.lateDrops.Inc()
+	return true
+}
+
+// allows reports whether t records events of category cat. Async and flow
+// events are checked once, when their operation or flow begins: every
+// later event of it is recorded, so that none is left without its end.
+func (r *recorder) allows(cat uint16) bool {
+	f := r.categories.Load()
+	return f == nil || cat == 0 || f.allows(cat)
+}
+
+// refill gives the chain of P p, or of the P the goroutine runs on now, a
+// chunk with room for n slots. It runs once per chunk, not pinned, so it
+// may take locks, help the flusher and wait. It returns false, having
+// counted the drop, if the event cannot be recorded: the buffers are full
+// and the sink is stalled (default mode) or the tracer is closing. The
+// end of a span is not counted here: keepEnd keeps it, or counts it.
+func (r *recorder) refill(p int, n uint64, end bool) bool {
+	if ls := *r.chains.Load(); p >= len(ls) || ls[p] == nil {
+		r.addChain(p)
+		return true
+	}
+	c := r.pool.get(r.chainCount(), 0, r.helper.sinkBehind())
+	if c == nil {
+		if c = r.waitForChunk(); c == nil {
+			switch {
+			case end: // keepEnd keeps it, or counts it
+			case r.recording.Load():
+				r.dropped.Inc()
+			default:
+				r.lateDrops.Inc() // Close began while it waited
+			}
+			return false
+		}
+	}
+	for {
+		p := procPin()
+		ls := *r.chains.Load()
+		if p >= len(ls) || ls[p] == nil {
+			procUnpin()
+			r.addChain(p)
+			continue
+		}
+		l := ls[p]
+		old := l.cur.Load()
+		if loadAcquire(&old.head)+n <= chunkSlots {
+			// Another goroutine on this P refilled it meanwhile.
+			procUnpin()
+			r.pool.put(c)
+			return true
+		}
+		l.cur.Store(c)
+		if old == full {
+			l.first.Store(c)
+		} else {
+			old.next.Store(c) // seals old: see the ordering note above
+		}
+		procUnpin()
+		if old != full {
+			r.sealed(old)
+		}
+		return true
+	}
 }

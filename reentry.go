@@ -1,7 +1,6 @@
 package tracer
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"runtime/debug"
@@ -31,14 +30,6 @@ import (
 //
 // Telling those goroutines apart costs a goroutine id lookup, only on
 // paths that would wait: never on the record path's fast path.
-
-// ErrReentrant is returned by Flush, Close and Stop, and by a
-// FlightRecorder's WriteTo and WriteFile, when they are called on one of
-// the tracer's own goroutines: from its error handler, from the Write of
-// its sink or io.Writer. They would wait for the very goroutine they run
-// on, so they return at once instead; the tracer flushes on its own, and
-// Close belongs to the code that made the tracer.
-var ErrReentrant = errors.New("tracer: called from the tracer's own goroutine (its error handler, Sink or io.Writer), which would wait for itself")
 
 // ownReserveChunks is how many chunks beyond the buffer limit the
 // tracer's own goroutines may take when the buffers are full: 128 KiB,

@@ -13,12 +13,6 @@ import (
 	"go.uber.org/atomic"
 )
 
-// ErrClosed is returned by Flush on a tracer that was closed.
-var ErrClosed = errors.New("tracer: closed")
-
-// ErrStarted is returned by Start when the default tracer is already running.
-var ErrStarted = errors.New("tracer: already started")
-
 // A Tracer records events into per-P buffers and writes them to its
 // file from a background goroutine. All its methods are safe for concurrent
 // use. A nil *Tracer is valid and records nothing, so code can hold one

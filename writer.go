@@ -418,11 +418,6 @@ func (w *writer) rotate(b *batch) {
 	w.write(b, b.buf[b.openLen:])
 }
 
-// ErrTimeout is returned by Flush, Close and Stop when the sink did not
-// take the trace within the stop timeout. The write goes on in the
-// background.
-var ErrTimeout = errors.New("tracer: timed out waiting for the trace to be written")
-
 // stalled is the error of a wait given up after d.
 func stalled(d time.Duration) error {
 	return fmt.Errorf("%w (%v): the sink is stalled", ErrTimeout, d)
