@@ -42,17 +42,39 @@ func openSink(path string, o *sinkOptions) (sink, error) {
 	switch {
 	case err != nil:
 		return nil, err
-	case ws != nil && o.gzip:
-		ws.whole = true // a gzip member is only readable whole
-		return newGzipSink(ws, o.level), nil
 	case ws != nil:
-		return ws, nil
-	case o.gzip:
+		out, _ := o.onStream(ws)
+		return out, nil
+	}
+	out, _ := o.onFile(fs)
+	return out, nil
+}
+
+// The sink chain has one builder for each kind of bottom: onFile for a
+// regular file (New, and each file of a rotation), onStream for what
+// cannot be cut back (an io.Writer, a named pipe, /dev/stdout). Each
+// returns the top of the chain and its gzipSink, nil if not gzipped.
+
+// onFile builds the chain over the regular file fs: gzip members, which
+// Close joins into one, or events kept off page boundaries.
+func (o *sinkOptions) onFile(fs *fileSink) (sink, *gzipSink) {
+	if o.gzip {
 		g := newGzipSink(fs, o.level)
 		g.path = fs.path // Close joins its members
-		return g, nil
+		return g, g
 	}
 	return &pageAligned{file: fs}, nil
+}
+
+// onStream builds the chain over the stream ws: gzip members, each only
+// readable whole, or the stream itself.
+func (o *sinkOptions) onStream(ws *writerSink) (sink, *gzipSink) {
+	if o.gzip {
+		ws.whole = true
+		g := newGzipSink(ws, o.level)
+		return g, g
+	}
+	return ws, nil
 }
 
 // A fileSink writes the trace to a regular file and keeps the file whole

@@ -174,12 +174,8 @@ func (r *rotator) open() error {
 
 // use makes fs the current file.
 func (r *rotator) use(fs *fileSink) {
-	r.file, r.out, r.gz = fs, &pageAligned{file: fs}, nil
-	if r.opts.gzip {
-		r.gz = newGzipSink(fs, r.opts.level)
-		r.gz.path = r.path
-		r.out = r.gz
-	}
+	r.file = fs
+	r.out, r.gz = r.opts.onFile(fs)
 }
 
 func (r *rotator) Write(p []byte) (int, error) { return r.out.Write(p) }

@@ -85,11 +85,7 @@ func newStream(s *writerSink, opts []Option) (*Tracer, error) {
 	if o.sink.rotating() {
 		return nil, errRotateStream
 	}
-	var out sink = s
-	if o.sink.gzip {
-		s.whole = true // a gzip member is only readable whole
-		out = newGzipSink(s, o.sink.level)
-	}
+	out, _ := o.sink.onStream(s)
 	t, err := newTracer(out, o)
 	if err != nil {
 		out.Close()
