@@ -341,7 +341,7 @@ func TestSpanHandleAllocatesNothing(t *testing.T) {
 	}
 	tr, _ := newTestTracer(t)
 	var off *Tracer
-	assert.Zero(t, testing.AllocsPerRun(1000, func() {
+	assert.Zero(t, allocsPerRun(1000, func() {
 		h := tr.StartSpan("h", String("k", "v"))
 		c := h.StartChild("c", Int("n", 1))
 		c.End(Int("status", 200))

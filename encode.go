@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 	"unsafe"
 
+	"github.com/gotracer/tracer/internal/imported"
 	"github.com/gotracer/tracer/internal/jsonenc"
 )
 
@@ -35,7 +36,12 @@ var processID = os.Getpid()
 // increasing runs, keep the digits of their millisecond and write the
 // six digits after it with 32-bit arithmetic (jsonenc.Timestamps).
 type encoder struct {
-	buf   []byte
+	buf    []byte
+	cur    *batch // the batch buf belongs to, nil if none: see start
+	body   []byte // during endFile, the batch's own buf
+	events int    // events in the batch so far
+	seq    uint64 // the number the batch gets: batches finished so far
+
 	pid   int
 	base  int64       // nanotime of ts 0
 	names *trackNames // told of every track with an event, if not nil
@@ -81,6 +87,106 @@ func (e *encoder) drawOn(names *trackNames, shared *sharedTracks) {
 // nextOnLane draws the next event written on lane tid rather than on the
 // lane its goroutine holds.
 func (e *encoder) nextOnLane(tid uint64) { e.tidNext = tid }
+
+// The batch.
+//
+// The encoder fills one batch at a time and counts its events; the
+// flusher decides what goes into it and when it goes to the writer. Each
+// method that writes an event counts it, but for the tracer's own
+// (the process metadata and the drop counter), which Stats leaves out.
+
+// start makes b, a free batch, the one the encoder fills.
+func (e *encoder) start(b *batch) {
+	b.reset()
+	e.cur, e.buf, e.events = b, b.buf[:0], 0
+}
+
+// started reports whether the encoder has a batch to fill.
+func (e *encoder) started() bool { return e.cur != nil }
+
+// size returns the bytes encoded into the batch so far.
+func (e *encoder) size() int { return len(e.buf) }
+
+// pos returns where the next event goes: the batch's number and the
+// offset in it, which a failed write's report is compared with (see
+// failure).
+func (e *encoder) pos() (seq uint64, off int) { return e.seq, len(e.buf) }
+
+// empty reports whether the batch holds nothing to do.
+func (e *encoder) empty() bool { return e.cur == nil || len(e.buf) == 0 && e.cur.op == opWrite }
+
+// finish hands back the batch, with its events and its number, for the
+// writer's queue, or nil if it holds nothing to do.
+func (e *encoder) finish() *batch {
+	if e.empty() {
+		return nil
+	}
+	b := e.cur
+	b.seal(e.buf, e.events, e.seq)
+	e.seq++
+	e.cur, e.buf, e.events = nil, nil, 0
+	return b
+}
+
+// endFile makes what the encoder writes next, until newFile, the end of
+// the file the batch ends: a rotation (see flusher.maybeRotate).
+func (e *encoder) endFile() {
+	e.body, e.buf = e.buf, e.cur.endBuf()
+}
+
+// newFile makes the batch start a new file: what the encoder wrote since
+// endFile ends the old one, and what it writes next is the new file's
+// head, its opening ("[" and the process metadata, up to opened) first,
+// up to headDone.
+func (e *encoder) newFile() {
+	e.cur.startsFile(e.buf)
+	e.buf, e.body = e.body[:0], nil
+}
+
+// opened marks the end of a new file's opening.
+func (e *encoder) opened() { e.cur.markOpening(len(e.buf)) }
+
+// headDone marks the end of a new file's head.
+func (e *encoder) headDone() { e.cur.markHead(len(e.buf)) }
+
+// openArray starts a trace in the empty buffer.
+func (e *encoder) openArray() { e.buf = append(e.buf[:0], "[\n"...) }
+
+// endsWithEvent reports whether the buffer ends with an event, which can
+// end the array.
+func (e *encoder) endsWithEvent() bool { return bytes.HasSuffix(e.buf, []byte("},\n")) }
+
+// closeArray ends the array after the last event, which loses its comma.
+func (e *encoder) closeArray() {
+	b := e.buf
+	e.buf = append(b[:len(b)-2], "\n]\n"...) // replace the last ",\n"
+}
+
+// apart makes the encoder write into a new buffer of size bytes, for a
+// trace built aside (the head New writes, a flight recorder's dump), and
+// returns the function that hands that buffer back and restores the
+// batch under way.
+func (e *encoder) apart(size int) (done func() []byte) {
+	saved, events := e.buf, e.events
+	e.buf = make([]byte, 0, size)
+	return func() []byte {
+		b := e.buf
+		e.buf, e.events = saved, events
+		return b
+	}
+}
+
+// appendFrom appends what add appends: events the encoder did not
+// encode (a flight recorder's window), which it does not count.
+func (e *encoder) appendFrom(add func([]byte) []byte) { e.buf = add(e.buf) }
+
+// drain appends what the source holds, up to limit bytes in all.
+func (e *encoder) drain(src imported.Source, limit int) (more bool) {
+	var n int
+	e.buf, n, more = src.Drain(e.buf, limit-len(e.buf))
+	e.events += n
+	return more
+}
 
 // nameCacheSize is the number of escaped strings the encoder keeps: names,
 // keys and categories, which programs write as constants, so a few
@@ -160,6 +266,7 @@ func (e *encoder) appendCachedString(b []byte, v string) []byte {
 
 // event appends an event that stands alone: instant, counter or metadata.
 func (e *encoder) event(h *slot, rest []slot) {
+	e.events++
 	b := e.buf
 	switch h.kind() {
 	case kindThreadName:
@@ -253,6 +360,7 @@ func appendScope(b []byte, x *slot) []byte {
 // complete appends the X event of a span that started with h and lasted
 // dur; its args are the start's, then the end's (endArgs).
 func (e *encoder) complete(h *slot, rest, endArgs []slot, dur int64) {
+	e.events++
 	if e.completeShort(h, rest, endArgs, dur) {
 		return
 	}
@@ -316,33 +424,26 @@ func (e *encoder) completeShort(h *slot, rest, endArgs []slot, dur int64) bool {
 
 // begin appends the B event of a span that started with h.
 func (e *encoder) begin(h *slot, rest []slot) {
+	e.events++
 	b := e.appendHead(e.buf, h, rest, 'B', h.at())
 	b = e.appendIDs(b, h.gid())
 	e.buf = e.appendTail(b, h, rest)
 }
 
 // end appends the E event, at time at, of the span that began with h,
-// with the args given to its end (both viewers add them to the span's).
-// It returns where in buf its phase letter is, which the writer changes
-// when the write of its B failed (see writer.unpair).
-func (e *encoder) end(h *slot, rest, endArgs []slot, at int64) (phase int) {
+// with the args given to its end (both viewers add them to the span's),
+// and notes in the batch where it is and where its B is (batch bBatch at
+// bOff), should a write fail (see failures).
+func (e *encoder) end(h *slot, rest, endArgs []slot, at int64, bBatch uint64, bOff int) {
+	e.events++
+	start := len(e.buf)
 	b := e.appendHead(e.buf, h, rest, 'E', at)
-	phase = phaseOf(b)
 	b = e.appendIDs(b, h.gid())
 	e.gidArg = 0 // on the B already: catapult warns of an arg both give
 	e.buf = e.appendArgs(b, endArgs, nil)
-	return phase
-}
-
-// phaseOf returns where the phase letter is in b, which ends with an
-// event's head: the phase letter, `","ts":` and the timestamp, whose
-// digits, point and sign hold no colon.
-func phaseOf(b []byte) int {
-	i := len(b) - 1
-	for b[i] != ':' {
-		i--
+	if e.cur != nil {
+		e.cur.noteEnd(endRef{start: start, end: len(e.buf), bBatch: bBatch, bOff: bOff})
 	}
-	return i - len(`","ts"`) - 1
 }
 
 // phaseTs holds `,"ph":"P","ts":` for every phase letter P.
@@ -651,10 +752,8 @@ func (e *encoder) dropCounter(at int64, drops uint64) {
 }
 
 // appendTrackName appends the thread_name and thread_sort_index events of
-// track gid (a goroutine, or a lane: see WithLanes), and returns how many
-// it appended.
-func (e *encoder) appendTrackName(gid uint64, tn *trackName) int {
-	events := 0
+// track gid (a goroutine, or a lane: see WithLanes).
+func (e *encoder) appendTrackName(gid uint64, tn *trackName) {
 	b := e.buf
 	if tn.hasName {
 		b = append(b, `{"name":"thread_name","ph":"M"`...)
@@ -662,7 +761,7 @@ func (e *encoder) appendTrackName(gid uint64, tn *trackName) int {
 		b = append(b, `,"args":{"name":`...)
 		b = jsonenc.String(b, tn.name)
 		b = append(b, "}},\n"...)
-		events++
+		e.events++
 	}
 	if tn.hasSort {
 		b = append(b, `{"name":"thread_sort_index","ph":"M"`...)
@@ -670,8 +769,7 @@ func (e *encoder) appendTrackName(gid uint64, tn *trackName) int {
 		b = append(b, `,"args":{"sort_index":`...)
 		b = strconv.AppendInt(b, tn.sort, 10)
 		b = append(b, "}},\n"...)
-		events++
+		e.events++
 	}
 	e.buf = b
-	return events
 }

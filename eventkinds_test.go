@@ -217,7 +217,7 @@ func TestCategoriesFilter(t *testing.T) {
 	tr.AsyncBegin("fill", cache).End()
 	tr.FlowBegin("load", cache).End()
 	tr.Span("uncategorised")()
-	require.Zero(t, testing.AllocsPerRun(100, func() { tr.Span("lookup", cache)() }))
+	require.Zero(t, allocsPerRun(100, func() { tr.Span("lookup", cache)() }))
 
 	require.NoError(t, tr.SetCategories("cache"))
 	tr.Span("query again", db)()
@@ -261,7 +261,7 @@ func TestEventKindsZeroAllocs(t *testing.T) {
 		"PackageCategoryOff": func() { defer Span("s", cat)() },
 	}
 	for name, f := range cases {
-		assert.Zero(t, testing.AllocsPerRun(1000, f), name)
+		assert.Zero(t, allocsPerRun(1000, f), name)
 	}
 }
 
@@ -359,8 +359,8 @@ func TestEndArgsAllocations(t *testing.T) {
 		t.Skip("the race detector allocates")
 	}
 	tr, _ := newTestTracer(t)
-	assert.Zero(t, testing.AllocsPerRun(1000, func() { defer tr.Span("x")() }))
-	assert.Equal(t, 1.0, testing.AllocsPerRun(1000, func() {
+	assert.Zero(t, allocsPerRun(1000, func() { defer tr.Span("x")() }))
+	assert.Equal(t, 1.0, allocsPerRun(1000, func() {
 		end := tr.Span("x")
 		end(Int("status", 200), String("k", "v"))
 	}))
@@ -385,7 +385,7 @@ func TestArgConstructors(t *testing.T) {
 	}
 	tr2, _ := newTestTracer(t)
 	d, now := Duration("took", time.Second), Time("at", at)
-	assert.Zero(t, testing.AllocsPerRun(1000, func() { tr2.Instant("x", d, now) }))
+	assert.Zero(t, allocsPerRun(1000, func() { tr2.Instant("x", d, now) }))
 }
 
 // TestRepeatedArgKeys: an event's args never hold a key twice, as the
@@ -528,5 +528,5 @@ func TestStringerArg(t *testing.T) {
 		return
 	}
 	tr2, _ := newTestTracer(t)
-	assert.Zero(t, testing.AllocsPerRun(1000, func() { tr2.Instant("x", Stringer("addr", addr)) }))
+	assert.Zero(t, allocsPerRun(1000, func() { tr2.Instant("x", Stringer("addr", addr)) }))
 }

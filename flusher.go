@@ -1,7 +1,6 @@
 package tracer
 
 import (
-	"bytes"
 	"math"
 	"strconv"
 	"strings"
@@ -33,14 +32,11 @@ type flusher struct {
 	out     writer
 
 	open          openSpans
-	pending       int    // events encoded in enc.buf, not yet queued
-	cur           *batch // the batch enc.buf belongs to, nil if none
 	reportedDrops uint64
 	dropsShown    bool // the drop counter is in the trace: see appendDropCounter
 	closing       bool // Close's last pass: no rotation
 	closed        atomic.Bool
 
-	batch      uint64        // batches queued so far: tells which B events a failed write lost
 	batchLimit int           // bytes to encode before queueing: batchBytes, or less near a rotation
 	fileRaw    int64         // bytes encoded for the current file, when rotating
 	traits     sinkTraits    // what the sink says of itself
@@ -80,7 +76,6 @@ func (f *flusher) prepare(r *recorder, o *options, s sink) (base int64) {
 		f.open.forget = f.shared.abandon
 	}
 	f.enc = newEncoder(processID, base)
-	f.enc.buf = make([]byte, 0, 64<<10)
 	f.enc.drawOn(f.names, f.shared)
 	f.out.prepare(s, o.onError, &r.progress, &r.own.writing)
 	return base
@@ -146,9 +141,9 @@ func (f *flusher) writeHeader() error {
 	if f.traits.window {
 		return nil
 	}
+	done := f.enc.apart(64 << 10)
 	f.appendHeader()
-	n, err := f.out.writeHead(f.enc.buf)
-	f.enc.buf = f.enc.buf[:0]
+	n, err := f.out.writeHead(done())
 	if f.traits.files != nil {
 		f.fileRaw = int64(n)
 	}
@@ -159,7 +154,7 @@ func (f *flusher) writeHeader() error {
 // metadata with the wall-clock time of ts 0.
 func (f *flusher) appendHeader() {
 	o := f.opts
-	f.enc.buf = append(f.enc.buf[:0], "[\n"...)
+	f.enc.openArray()
 	f.appendProcessName()
 	if o.hasSort {
 		f.enc.processSortIndex(o.processSort)
@@ -382,14 +377,12 @@ func (f *flusher) take(c *cursor, h *slot, cut, limit int64) uint64 {
 			break
 		}
 		f.enc.event(h, rest)
-		f.pending++
 	default:
 		var lane *sharedTrack
 		if f.shared != nil && h.kind() != kindCounter {
 			lane = f.momentaryLane(h)
 		}
 		f.enc.event(h, rest)
-		f.pending++
 		if lane != nil {
 			f.shared.give(lane, h.at())
 		}
@@ -446,7 +439,6 @@ func (f *flusher) takeRun(c *cursor, h *slot, cut, limit int64) uint64 {
 			lane = f.momentaryLane(h)
 		}
 		f.enc.complete(h, rest, endArgs, end.at()-h.at())
-		f.pending++
 		if lane != nil {
 			f.shared.give(lane, end.at()) // busy until the span ends
 		}
@@ -491,7 +483,7 @@ func (f *flusher) nextCursor(cut int64) (best int, limit int64) {
 
 // full reports whether the batch under way holds batchLimit bytes: time
 // for nextBatch. Apart, so that it inlines into the merge loop.
-func (f *flusher) full() bool { return len(f.enc.buf) >= f.batchLimit }
+func (f *flusher) full() bool { return f.enc.size() >= f.batchLimit }
 
 // nextBatch queues the batch under way and starts the next, as startBatch
 // does; it returns false if it got none.
@@ -500,31 +492,20 @@ func (f *flusher) nextBatch(block bool) bool {
 	return f.startBatch(block)
 }
 
-// startBatch makes sure enc.buf belongs to a batch, taking a free one, and
+// startBatch makes sure the encoder has a batch, taking a free one, and
 // reports whether it could: with block false it does not wait for one.
 // With rotation, a batch that passes the file's limit starts a new file.
 func (f *flusher) startBatch(block bool) bool {
-	if f.cur != nil {
+	if f.enc.started() {
 		return true
 	}
-	var b *batch
-	select {
-	case b = <-f.out.free:
-	default:
-		if !block {
-			return false
-		}
-		select {
-		case b = <-f.out.free:
-		case <-f.giveUp: // nil but in a Flush on its caller's goroutine
-			return false
-		}
+	b := f.out.freeBatch(block, f.giveUp)
+	if b == nil {
+		return false
 	}
-	b.op, b.headLen, b.openLen, b.ends = opWrite, 0, 0, b.ends[:0]
-	f.cur = b
-	f.enc.buf = b.buf[:0]
+	f.enc.start(b)
 	if f.traits.files != nil {
-		f.maybeRotate(b)
+		f.maybeRotate()
 	}
 	return true
 }
@@ -556,7 +537,7 @@ func (f *flusher) appendLaneNames() {
 
 // appendTrackName writes the name of track tid, a goroutine or a lane.
 func (f *flusher) appendTrackName(tid uint64, tn *trackName) {
-	f.pending += f.enc.appendTrackName(tid, tn)
+	f.enc.appendTrackName(tid, tn)
 }
 
 // momentaryLane draws the event with head h on a lane of its goroutine's
@@ -572,20 +553,16 @@ func (f *flusher) momentaryLane(h *slot) *sharedTrack {
 
 // send queues the batch encoded so far for the writer, unless it is empty.
 func (f *flusher) send() {
-	b := f.cur
-	if b == nil || (len(f.enc.buf) == 0 && b.op == opWrite) {
+	if f.enc.empty() {
 		return
 	}
 	f.appendNames()
 	if f.names != nil {
-		f.names.tick++
+		f.names.nextBatch()
 	}
-	b.buf, b.events, b.seq = f.enc.buf, f.pending, f.batch
+	b := f.enc.finish()
 	f.fileRaw += int64(len(b.buf))
-	f.pending = 0
-	f.batch++
-	f.cur, f.enc.buf = nil, nil
-	f.out.queue <- b // never blocks: the queue has room for every batch
+	f.out.enqueue(b)
 }
 
 // takeFailures brings the encoder up to date with the writes that failed.
@@ -593,8 +570,7 @@ func (f *flusher) send() {
 // failure). Of those after it, the spans still open whose B event they
 // held are written again (or become X events); the E events whose B is in
 // the file the writer itself writes again, before anything later (see
-// writer.carryEnds). Goroutine names and the drop counter are written
-// again too.
+// failures). Goroutine names and the drop counter are written again too.
 func (f *flusher) takeFailures() {
 	for _, fl := range f.out.takeFailures() {
 		f.open.unwrite(fl)
@@ -606,10 +582,8 @@ func (f *flusher) takeFailures() {
 }
 
 // writeEnd writes the E event, at time at and with endArgs, of a span
-// whose B event is in batch bBatch at bOff, and tells the writer where
-// both are, should a write fail (see writer.unpair and writer.carryEnds).
-// With lanes, tid is the lane of its B, or 0 for the one its goroutine
-// holds.
+// whose B event is in batch bBatch at bOff. With lanes, tid is the lane
+// of its B, or 0 for the one its goroutine holds.
 func (f *flusher) writeEnd(start *slot, rest, endArgs []slot, at int64, bBatch uint64, bOff int, tid uint64) {
 	if f.shared != nil {
 		if tid == 0 {
@@ -617,15 +591,7 @@ func (f *flusher) writeEnd(start *slot, rest, endArgs []slot, at int64, bBatch u
 		}
 		f.enc.nextOnLane(tid)
 	}
-	off := len(f.enc.buf)
-	phase := f.enc.end(start, rest, endArgs, at)
-	f.pending++
-	if f.cur != nil {
-		f.cur.ends = append(f.cur.ends, endRef{
-			start: off, end: len(f.enc.buf), phase: phase,
-			bBatch: bBatch, bOff: bOff,
-		})
-	}
+	f.enc.end(start, rest, endArgs, at, bBatch, bOff)
 }
 
 // sync waits until the writer has written everything queued, and returns
@@ -693,12 +659,11 @@ func (f *flusher) appendEnd() {
 	if drops := f.dropsSoFar(); drops > 0 || f.dropsShown {
 		f.reportedDrops = drops
 		f.appendDropCounter(nanotime())
-	} else if !bytes.HasSuffix(f.enc.buf, []byte("},\n")) {
+	} else if !f.enc.endsWithEvent() {
 		// No event of this batch to end the array with.
 		f.appendProcessName()
 	}
-	b := f.enc.buf
-	f.enc.buf = append(b[:len(b)-2], "\n]\n"...) // replace the last ",\n"
+	f.enc.closeArray()
 }
 
 func (f *flusher) isClosed() bool { return f.closed.Load() }
@@ -723,30 +688,29 @@ func (f *flusher) stats() Stats {
 	return s
 }
 
-// maybeRotate is called by the encoder as it starts batch b. When the
-// current file is full, counting what is queued for it, b becomes an
-// opRotate batch: its end holds the end of the current file, and its
-// buffer starts with the head of the new one. The encoder decides, rather
+// maybeRotate is called as the encoder starts a batch. When the current
+// file is full, counting what is queued for it, the batch starts a new
+// file (an opRotate batch): its end holds the end of the current file,
+// and its buffer starts with the head of the new one. The encoder decides, rather
 // than the writer, because the head holds what only the encoder knows:
 // the goroutine names and the spans still open. Close never rotates, so
 // its last events never go to a new file of their own.
-func (f *flusher) maybeRotate(b *batch) {
+func (f *flusher) maybeRotate() {
 	limit := float64(f.opts.sink.maxSize)
 	ratio := math.Float64frombits(f.out.ratio.Load())
 	size := float64(f.fileRaw) * ratio
 	if !f.closing && size >= limit {
-		f.enc.buf = b.end[:0]
+		f.enc.endFile()
 		f.appendEnd()
-		b.end = f.enc.buf
+		f.enc.newFile()
 		f.names.newFile()
-		f.enc.buf = b.buf[:0]
 		f.appendHeader()
-		b.openLen = len(f.enc.buf)
+		f.enc.opened()
 		if f.dropsShown {
 			f.appendDropCounter(nanotime())
 		}
 		f.reopenSpans()
-		b.op, b.headLen = opRotate, len(f.enc.buf)
+		f.enc.headDone()
 		f.fileRaw, size = 0, 0
 	}
 	f.batchLimit = int(min(max((limit-size)/ratio, 16<<10), batchBytes))
@@ -754,23 +718,19 @@ func (f *flusher) maybeRotate(b *batch) {
 
 // reopenSpans writes again the B events of the spans whose B event is in
 // an earlier file and whose E event is yet to come, outermost first.
-func (f *flusher) reopenSpans() { f.open.reopen(&f.enc, f.batch) }
+func (f *flusher) reopenSpans() { f.open.reopen(&f.enc) }
 
 // drainImported appends what the source holds to the batches of this
 // pass, starting new batches as they fill. With block false (a recording
 // goroutine helping) it stops when no batch is free; the rest waits for
 // the next pass.
 func (f *flusher) drainImported(block bool) {
-	for f.cur != nil {
+	for f.enc.started() {
 		src := f.imp.src.Load() // each time: Detach may have come meanwhile
 		if src == nil {
 			return
 		}
-		var n int
-		var more bool
-		f.enc.buf, n, more = src.Drain(f.enc.buf, f.batchLimit-len(f.enc.buf))
-		f.pending += n
-		if !more {
+		if !f.enc.drain(src, f.batchLimit) {
 			return
 		}
 		f.send()
@@ -783,18 +743,19 @@ func (f *flusher) drainImported(block bool) {
 // goroutine names, a B event for each span still open, and the end. It
 // leaves the batch being encoded as it was.
 func (f *flusher) snapshot(events []byte, size int) []byte {
-	saved := f.enc.buf
-	f.enc.buf = make([]byte, 0, size)
+	done := f.enc.apart(size)
 	f.appendHeader()
 	// Async and flow events whose other half left the window are left
 	// out, and operations still open end now.
-	f.enc.buf, _ = keepPairs(f.enc.buf, events, jsonenc.Micros(nil, nanotime()-f.base))
+	now := jsonenc.Micros(nil, nanotime()-f.base)
+	f.enc.appendFrom(func(b []byte) []byte {
+		b, _ = keepPairs(b, events, now)
+		return b
+	})
 	f.names.forAll(func(gid uint64, tn *trackName) { f.enc.appendTrackName(gid, tn) })
 	f.open.appendBegins(&f.enc)
 	f.appendEnd()
-	b := f.enc.buf
-	f.enc.buf = saved
-	return b
+	return done()
 }
 
 // nameGoroutines gives the goroutines of names their names and sort
@@ -826,7 +787,7 @@ func (f *flusher) nameGoroutines(names map[uint64]trackName) {
 		return
 	}
 	for gid, tn := range names {
-		f.pending += f.enc.appendTrackName(gid, &tn)
+		f.enc.appendTrackName(gid, &tn)
 		if f.names != nil {
 			f.names.adopt(gid, tn)
 		}
@@ -845,7 +806,7 @@ func (f *flusher) autoName(gid uint64) {
 		f.names.adopt(gid, tn) // named again in later files and in dumps
 	}
 	if !f.traits.window { // a dump writes the names it remembers
-		f.pending += f.enc.appendTrackName(gid, &tn)
+		f.enc.appendTrackName(gid, &tn)
 	}
 }
 

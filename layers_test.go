@@ -30,7 +30,7 @@ var stages = []struct {
 	{"flusher", []string{"flusher.go", "openspans.go", "openhandles.go", "flightpairs.go", "timebase.go"}},
 	{"config", []string{"options.go", "stats.go"}},
 	{"encoder", []string{"encode.go", "tracknames.go", "sharedtracks.go"}},
-	{"writer", []string{"writer.go", "sink.go", "sink_file.go", "sink_writer.go", "sink_rotate.go",
+	{"writer", []string{"writer.go", "failedwrites.go", "sink.go", "sink_file.go", "sink_writer.go", "sink_rotate.go",
 		"sink_gzip.go", "sink_gzipjoin.go", "pagealign.go", "filelock.go", "filelock_unix.go",
 		"filelock_other.go", "fifo_unix.go", "fifo_other.go"}},
 	{"recorder", []string{"ringbuffer.go", "record.go", "spantoken.go", "assist.go", "lostends.go",

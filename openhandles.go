@@ -129,7 +129,6 @@ func (f *flusher) popAny(end *slot, rest []slot) {
 			f.writeEnd(&o.start, o.rest(), endArgs, at, o.batch, int(o.off), 0)
 		} else {
 			f.enc.complete(&o.start, o.rest(), endArgs, at-o.start.at())
-			f.pending++
 		}
 		f.flowFromParent(st, &o.start, o.rest())
 		a.done(id, st)
@@ -172,7 +171,6 @@ func (f *flusher) endWaiting(gid uint64, s *[]openSpan, at int64) {
 			f.writeEnd(&o.start, o.rest(), st.endArgs, at, o.batch, int(o.off), 0)
 		} else { // its B was lost in a failed write
 			f.enc.complete(&o.start, o.rest(), st.endArgs, at-o.start.at())
-			f.pending++
 		}
 		f.open.anys.done(id, st)
 		ss[len(ss)-1] = openSpan{}
@@ -213,12 +211,10 @@ func (f *flusher) endAbove(o *openSpan, at int64) {
 func (f *flusher) writeAsync(st *anyState, start *slot, rest, endArgs []slot, at int64) {
 	if !st.written {
 		f.enc.anyAsync(start, rest, nil, 'b', start.at())
-		f.pending++
 	}
 	// The e is not written again should its write fail, as an Async's
 	// is not: the viewers draw the slice to the end of the trace.
 	f.enc.anyAsync(start, rest, endArgs, 'e', at)
-	f.pending++
 	f.flowFromParent(st, start, rest)
 }
 
@@ -231,9 +227,9 @@ func (f *flusher) writeOldAsyncs(before int64, block bool) bool {
 			if f.full() && !f.nextBatch(block) {
 				return false
 			}
-			st.written, st.batch, st.off = true, f.batch, len(f.enc.buf)
+			st.written = true
+			st.batch, st.off = f.enc.pos()
 			f.enc.anyAsync(&st.start, st.rest, nil, 'b', st.start.at())
-			f.pending++
 		}
 	}
 	return true
@@ -263,11 +259,11 @@ func (a *anySpans) appendAsyncs(enc *encoder) {
 // reopenAsyncs appends, after reopen's B events, the "b" event of each
 // SpanHandle off its stack whose "b" is in an earlier file and whose end
 // has not come, so that its "e" has its "b" in the file it is in, and
-// notes that it is now in batch (see reopen).
-func (a *anySpans) reopenAsyncs(enc *encoder, batch uint64) {
+// notes where it now is (see reopen).
+func (a *anySpans) reopenAsyncs(enc *encoder) {
 	for _, st := range a.asyncs {
 		if st.written {
-			st.batch, st.off = batch, len(enc.buf)
+			st.batch, st.off = enc.pos()
 			enc.anyAsync(&st.start, st.rest, nil, 'b', st.start.at())
 		}
 	}
@@ -281,12 +277,12 @@ func (f *flusher) flowFromParent(st *anyState, start *slot, rest []slot) {
 	}
 	f.enc.anyFlow(start, rest, 's', st.parentGid, st.parentAt)
 	f.enc.anyFlow(start, rest, 'f', st.gid, start.at())
-	f.pending += 2
 }
 
 // anyAsync appends the "b" (with the start's args) or "e" (with endArgs)
 // event, at time at, of the SpanHandle that started with h.
 func (e *encoder) anyAsync(h *slot, rest, endArgs []slot, ph byte, at int64) {
+	e.events++
 	var b []byte
 	if uint16(rest[0].meta) == 0 {
 		// No category: catapult drops async events without one, and
@@ -315,6 +311,7 @@ func (e *encoder) anyAsync(h *slot, rest, endArgs []slot, ph byte, at int64) {
 // of the SpanHandle that started with h, on goroutine gid's track at time
 // at; its id is the SpanHandle's.
 func (e *encoder) anyFlow(h *slot, rest []slot, ph byte, gid uint64, at int64) {
+	e.events++
 	b := e.appendHead(e.buf, h, rest, ph, at)
 	b = e.appendIDs(b, gid)
 	e.gidArg = 0

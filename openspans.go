@@ -145,9 +145,9 @@ func (f *flusher) writeBegins(s []openSpan, before int64) {
 
 // writeBegin writes o's B event, and notes where.
 func (f *flusher) writeBegin(o *openSpan) {
-	o.written, o.batch, o.off = true, f.batch, int32(len(f.enc.buf))
+	seq, off := f.enc.pos()
+	o.written, o.batch, o.off = true, seq, int32(off)
 	f.enc.begin(&o.start, o.rest())
-	f.pending++
 }
 
 // pop pairs an end record, with the args given to the end, with its start. Spans above it in the stack are
@@ -188,7 +188,6 @@ func (f *flusher) pop(end *slot, endArgs []slot) {
 			f.writeEnd(&o.start, o.rest(), nil, end.at(), o.batch, int(o.off), 0)
 		case j == i:
 			f.enc.complete(&o.start, o.rest(), endArgs, end.at()-o.start.at())
-			f.pending++
 		default:
 			f.forgotten.Inc()
 			f.r.refusal.keep(misuseOrder, func() error {
@@ -243,19 +242,20 @@ func (o *openSpans) appendBegins(enc *encoder) {
 
 // reopen appends again, at the top of a new file, the B event of each
 // open span whose B event is in an earlier file, outermost first, and
-// notes that it is now in batch, so that a failed write of the new file's
-// head unwrites it like any other (see unwrite): an E in the new file
-// must find its B there.
-func (o *openSpans) reopen(enc *encoder, batch uint64) {
+// notes where it now is, so that a failed write of the new file's head
+// unwrites it like any other (see unwrite): an E in the new file must
+// find its B there.
+func (o *openSpans) reopen(enc *encoder) {
 	for _, s := range o.stacks {
 		for i := range *s {
 			if sp := &(*s)[i]; sp.written {
-				sp.batch, sp.off = batch, int32(len(enc.buf))
+				seq, off := enc.pos()
+				sp.batch, sp.off = seq, int32(off)
 				enc.begin(&sp.start, sp.rest())
 			}
 		}
 	}
-	o.anys.reopenAsyncs(enc, batch)
+	o.anys.reopenAsyncs(enc)
 }
 
 // unwrite forgets the B events that a failed write lost, so that they are

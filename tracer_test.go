@@ -419,7 +419,7 @@ func TestZeroAllocs(t *testing.T) {
 		"Instant":  func() { tr.Instant("x", Bool("b", true)) },
 	}
 	for name, f := range on {
-		assert.Zero(t, testing.AllocsPerRun(1000, f), name)
+		assert.Zero(t, allocsPerRun(1000, f), name)
 	}
 	require.Nil(t, Default())
 	off := map[string]func(){
@@ -428,7 +428,7 @@ func TestZeroAllocs(t *testing.T) {
 		"Instant":     func() { Instant("x") },
 	}
 	for name, f := range off {
-		assert.Zero(t, testing.AllocsPerRun(1000, f), name+" off")
+		assert.Zero(t, allocsPerRun(1000, f), name+" off")
 	}
 }
 

@@ -49,6 +49,10 @@ func newTrackNames() *trackNames {
 	return &trackNames{m: map[uint64]*trackName{}}
 }
 
+// nextBatch counts a batch queued: names not seen for many are forgotten
+// first (see forget).
+func (n *trackNames) nextBatch() { n.tick++ }
+
 // note remembers the name or sort index the event with head h sets; it is
 // about to be written to the current file.
 func (n *trackNames) note(h *slot, rest []slot) {

@@ -1,7 +1,6 @@
 package tracer
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"math"
@@ -45,13 +44,33 @@ type batch struct {
 	ends    []endRef // its E events
 }
 
-// An endRef is an E event in a batch, and where its B is.
-type endRef struct {
-	start, end int    // the E's line in the batch
-	phase      int    // where in the batch its phase letter is
-	bBatch     uint64 // the batch that holds its B
-	bOff       int    // where in it
+// The encoder fills a batch through these, and the writer reads it.
+
+// reset readies a free batch to be filled.
+func (b *batch) reset() {
+	b.op, b.headLen, b.openLen, b.ends = opWrite, 0, 0, b.ends[:0]
 }
+
+// seal gives b its encoded events, buf, how many they are and its number.
+func (b *batch) seal(buf []byte, events int, seq uint64) {
+	b.buf, b.events, b.seq = buf, events, seq
+}
+
+// startsFile makes b start a new file, after end ends the current one:
+// see writer.rotate.
+func (b *batch) startsFile(end []byte) { b.op, b.end = opRotate, end }
+
+// endBuf returns the buffer of a file's end to fill again.
+func (b *batch) endBuf() []byte { return b.end[:0] }
+
+// markOpening notes that the new file's opening is the first n bytes.
+func (b *batch) markOpening(n int) { b.openLen = n }
+
+// markHead notes that the new file's head is the first n bytes.
+func (b *batch) markHead(n int) { b.headLen = n }
+
+// noteEnd notes the E event at e, should a write fail (see failures).
+func (b *batch) noteEnd(e endRef) { b.ends = append(b.ends, e) }
 
 // A writer is the goroutine that hands encoded batches to the sink, and
 // what the encoder and the recording goroutines know of it. It owns the
@@ -67,18 +86,16 @@ type writer struct {
 	free   chan *batch
 	exited chan struct{}
 
-	lostFrom []failure // the last failed writes: see unpair
-	carry    []byte    // E events to write before the next batch: see carryEnds
-	opening  []byte    // the current file's opening, not written yet: see rotate
-	joined   []byte    // opening, carry and the next batch, for one write
+	fails   failures // the failed-write protocol's state: see failedwrites.go
+	opening []byte   // the current file's opening, not written yet: see rotate
+	joined  []byte   // opening, carried ends and the next batch, for one write
 
 	fileEvents int // events written to the current file: see rotate
 
 	busySince atomic.Int64 // nanotime when the write under way started, 0 when none is
 
-	mu     sync.Mutex
-	failed []failure  // batches whose write failed, for the encoder to unwrite
-	errs   errorTally // write errors since the last sync
+	mu   sync.Mutex
+	errs errorTally // write errors since the last sync
 
 	events, bytes, flushes, sinkErrors, lost atomic.Uint64
 	ratio                                    atomic.Uint64 // float64 bits: file bytes per byte encoded, for rotation
@@ -94,6 +111,30 @@ func (w *writer) prepare(s sink, onError func(error), progress *progressSignal, 
 	w.exited = make(chan struct{})
 	w.ratio.Store(math.Float64bits(1))
 }
+
+// freeBatch takes a free batch for the encoder. With block false it does
+// not wait for one; with block true it waits, unless giveUp fires first
+// (nil: never). It returns nil if it got none.
+func (w *writer) freeBatch(block bool, giveUp <-chan time.Time) *batch {
+	select {
+	case b := <-w.free:
+		return b
+	default:
+	}
+	if !block {
+		return nil
+	}
+	select {
+	case b := <-w.free:
+		return b
+	case <-giveUp:
+		return nil
+	}
+}
+
+// enqueue queues b for the writer goroutine. It never blocks: the queue
+// has room for every batch, and for the syncs besides.
+func (w *writer) enqueue(b *batch) { w.queue <- b }
 
 // stalled reports whether a write has been under way for over stallAfter.
 func (w *writer) stalled() bool { return w.writingFor(stallAfter) }
@@ -137,10 +178,10 @@ func (w *writer) run() {
 			b.done <- err
 			continue
 		case opRotate:
-			w.unpair(b)
+			w.fails.unpair(b)
 			w.rotate(b)
 		default:
-			w.unpair(b)
+			w.fails.unpair(b)
 			w.write(b, b.buf)
 		}
 		b.buf, b.end = b.buf[:0], b.end[:0]
@@ -155,7 +196,7 @@ func (w *writer) run() {
 func (w *writer) finish() error {
 	close(w.queue)
 	<-w.exited
-	w.lost.Add(uint64(eventsIn(w.carry))) // no write came after the one that failed
+	w.lost.Add(uint64(w.fails.drop())) // no write came after the one that failed
 	w.mu.Lock()
 	err := w.errs.take()
 	w.mu.Unlock()
@@ -164,15 +205,16 @@ func (w *writer) finish() error {
 
 // write writes p, the events of b, to the sink, after the opening of a
 // new file whose first write failed (see rotate) and the E events a
-// failed write carried over (see carryEnds).
+// failed write carried over (see failures).
 func (w *writer) write(b *batch, p []byte) {
-	no, nc := len(w.opening), len(w.carry)
+	carry := w.fails.carry
+	no, nc := len(w.opening), len(carry)
 	if len(p) == 0 && no == 0 {
 		return
 	}
 	q := p
 	if no+nc > 0 {
-		w.joined = append(append(append(w.joined[:0], w.opening...), w.carry...), p...)
+		w.joined = append(append(append(w.joined[:0], w.opening...), carry...), p...)
 		q = w.joined
 	}
 	w.busySince.Store(nanotime())
@@ -193,27 +235,24 @@ func (w *writer) write(b *batch, p []byte) {
 	}
 	if nc > 0 {
 		sent := min(n, nc)
-		w.delivered(eventsIn(w.carry[:sent]))
-		w.carry = w.carry[:copy(w.carry, w.carry[sent:])]
+		w.delivered(w.fails.carried(sent))
 		n -= sent
 	}
 	if err != nil {
 		w.sinkErrors.Inc()
-		w.mu.Lock()
 		if n < len(p) {
 			// The events before n reach the sink (a stream completes a cut
 			// event with its next write: see writerSink); the rest are
 			// lost, and the encoder writes again what it must.
-			fl := failure{seq: b.seq, delivered: len(b.buf) - len(p) + n}
-			delivered := min(eventsIn(p[:n]), b.events)
-			carried := w.carryEnds(b, fl.delivered)
-			w.delivered(delivered)
-			w.lost.Add(uint64(max(b.events-delivered-carried, 0)))
-			w.failed = append(w.failed, fl)
-			w.lostFrom = append(w.lostFrom[max(0, len(w.lostFrom)-recentFailures+1):], fl)
+			delivered := len(b.buf) - len(p) + n
+			events := min(eventsIn(p[:n]), b.events)
+			carried := w.fails.failed(b, delivered)
+			w.delivered(events)
+			w.lost.Add(uint64(max(b.events-events-carried, 0)))
 		} else {
 			w.delivered(b.events)
 		}
+		w.mu.Lock()
 		w.errs.add(err)
 		w.mu.Unlock()
 		w.onError(err)
@@ -231,35 +270,6 @@ func (w *writer) delivered(n int) {
 	w.fileEvents += n
 }
 
-// carryEnds keeps, to write before the next batch, the E events of b that
-// its failed write lost (those from delivered on) and whose B is in the
-// file, and returns how many. An E without its B breaks chrome://tracing,
-// a B without its E draws a span over all that follows on its track, and
-// the encoder, which learns of the failure only later, has queued more
-// batches meanwhile: written again by the encoder, the E would come after
-// the goroutine's later events, and end the wrong span.
-func (w *writer) carryEnds(b *batch, delivered int) int {
-	n := 0
-	for _, e := range b.ends {
-		if e.start < delivered || e.bBatch == b.seq && e.bOff >= delivered || w.lostB(e) {
-			continue
-		}
-		w.carry = append(w.carry, b.buf[e.start:e.end]...)
-		n++
-	}
-	return n
-}
-
-// lostB reports whether the B of E e was in a write that failed before it.
-func (w *writer) lostB(e endRef) bool {
-	for _, fl := range w.lostFrom {
-		if fl.seq == e.bBatch && e.bOff >= fl.delivered {
-			return true
-		}
-	}
-	return false
-}
-
 // fail reports an error of the sink that no write returned, such as a
 // failed rotation: the events still go to the current file, so it is not
 // one of the write errors Flush returns.
@@ -268,47 +278,9 @@ func (w *writer) fail(err error) {
 	w.onError(err)
 }
 
-// recentFailures is how many failed writes the writer remembers for
-// unpair: the batches queued before the encoder learns of a failure.
-const recentFailures = queueBatches + 1
-
-// unpair turns into instants ("i") the E events of b whose B a failed
-// write lost: the encoder queued b before it learned of the failure, and
-// an E without its B breaks chrome://tracing. The span's end stays in
-// the trace, as an instant with its args; the encoder writes the spans
-// still open again (see flusher.takeFailures).
-func (w *writer) unpair(b *batch) {
-	for _, e := range b.ends {
-		if e.bBatch < b.seq && w.lostB(e) {
-			b.buf[e.phase] = 'i'
-		}
-	}
-}
-
-// A failure is a write that did not deliver all of its batch.
-type failure struct {
-	seq       uint64 // the batch
-	delivered int    // bytes of its buf that reached the sink: whole events
-}
-
-// eventsIn counts the events in p, whole lines that each start with '{'
-// (padding lines are empty).
-func eventsIn(p []byte) int {
-	n := bytes.Count(p, []byte("\n{"))
-	if len(p) > 0 && p[0] == '{' {
-		n++
-	}
-	return n
-}
-
-// takeFailures returns the batches whose write failed since the last call.
-func (w *writer) takeFailures() []failure {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	failed := w.failed
-	w.failed = nil
-	return failed
-}
+// takeFailures returns the writes that failed since the last call, for
+// the flusher (see failedwrites.go).
+func (w *writer) takeFailures() []failure { return w.fails.take() }
 
 // maxErrorKinds is how many distinct write errors a tally keeps between
 // two syncs; the rest are counted.
@@ -388,10 +360,10 @@ func (r *repeatedError) Unwrap() error { return r.err }
 // the spans still open (see openSpans.reopen).
 func (w *writer) rotate(b *batch) {
 	if len(w.opening) == 0 {
-		end, carried := b.end, eventsIn(w.carry)
-		if carried > 0 {
+		end, carried := b.end, 0
+		if c := w.fails.carry; len(c) > 0 {
 			// The carried E events end spans of the file being ended.
-			end = append(w.carry, b.end...)
+			end, carried = append(c, b.end...), eventsIn(c)
 		}
 		endErr, errs, err := w.files.cut(end, w.fileEvents, carried)
 		for _, err := range errs {
@@ -402,6 +374,7 @@ func (w *writer) rotate(b *batch) {
 			w.write(b, b.buf[b.headLen:]) // the carry too: the file goes on
 			return
 		}
+		w.fails.drop()
 		if endErr != nil {
 			w.lost.Add(uint64(carried))
 			w.fail(endErr)
@@ -411,9 +384,9 @@ func (w *writer) rotate(b *batch) {
 	} else {
 		// The current file is empty: it starts with this head instead.
 		// Its carry, if any, ends spans whose B events are in no file.
-		w.lost.Add(uint64(eventsIn(w.carry)))
+		w.lost.Add(uint64(w.fails.drop()))
 	}
-	w.carry, w.fileEvents = w.carry[:0], 0
+	w.fileEvents = 0
 	w.opening = append(w.opening[:0], b.buf[:b.openLen]...)
 	w.write(b, b.buf[b.openLen:])
 }

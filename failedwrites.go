@@ -1,0 +1,146 @@
+package tracer
+
+import (
+	"bytes"
+	"sync"
+)
+
+// Failed writes.
+//
+// A write can fail part-way (a full disk, a broken pipe): the events
+// before a point reach the sink, the rest are lost. The encoder learns of
+// it only later, having queued more batches meanwhile, so keeping every E
+// after its own B in the file takes three steps, all of them here:
+//
+//   - The writer reports each failed write (failed), and the flusher takes
+//     the reports (take) before each pass: the spans still open whose B
+//     event the write lost are written again (openSpans.unwrite), or
+//     become X events when they end, and so are the goroutines' names and
+//     the drop counter.
+//   - An E event the write lost whose B is in the file is written again by
+//     the writer itself, first thing with its next write (carry), before
+//     the later events of its goroutine that the encoder queued meanwhile:
+//     written again by the encoder, it would come after them, and end the
+//     wrong span.
+//   - An E event the encoder queued before it learned of the failure,
+//     whose B the write lost, becomes an instant ("ph":"i", with the end's
+//     args) as it is written (unpair): an E without its B breaks
+//     chrome://tracing.
+//
+// The encoder notes, for each E event of a batch, where it is and where
+// its B is (batch.noteEnd); a failure says which batch and how many of
+// its bytes reached the sink. All of it is the writer goroutine's but the
+// reports, which the flusher takes under mu.
+
+// A failure is a write that did not deliver all of its batch.
+type failure struct {
+	seq       uint64 // the batch
+	delivered int    // bytes of its buf that reached the sink: whole events
+}
+
+// An endRef is an E event in a batch, and where its B is.
+type endRef struct {
+	start, end int    // the E's line in the batch
+	bBatch     uint64 // the batch that holds its B
+	bOff       int    // where in it
+}
+
+// recentFailures is how many failed writes unpair remembers: the batches
+// queued before the encoder learns of a failure.
+const recentFailures = queueBatches + 1
+
+// failures is the state of the protocol.
+type failures struct {
+	recent []failure // the last failed writes: see unpair
+	carry  []byte    // E events to write before the next batch: see failed
+
+	mu       sync.Mutex
+	reported []failure // for the flusher: see take
+}
+
+// failed notes that the write of b delivered only its first delivered
+// bytes. It keeps, to write before the next batch, the E events of b that
+// the write lost and whose B is in the file, and returns how many.
+func (fs *failures) failed(b *batch, delivered int) (carried int) {
+	for _, e := range b.ends {
+		if e.start < delivered || e.bBatch == b.seq && e.bOff >= delivered || fs.lostB(e) {
+			continue
+		}
+		fs.carry = append(fs.carry, b.buf[e.start:e.end]...)
+		carried++
+	}
+	fl := failure{seq: b.seq, delivered: delivered}
+	fs.recent = append(fs.recent[max(0, len(fs.recent)-recentFailures+1):], fl)
+	fs.mu.Lock()
+	fs.reported = append(fs.reported, fl)
+	fs.mu.Unlock()
+	return carried
+}
+
+// carried drops the first n bytes of the carry, which a write delivered,
+// and returns how many events they held.
+func (fs *failures) carried(n int) (events int) {
+	events = eventsIn(fs.carry[:n])
+	fs.carry = fs.carry[:copy(fs.carry, fs.carry[n:])]
+	return events
+}
+
+// drop empties the carry, written elsewhere (the end of a rotated file) or
+// never (Close), and returns how many events it held.
+func (fs *failures) drop() (events int) {
+	events = eventsIn(fs.carry)
+	fs.carry = fs.carry[:0]
+	return events
+}
+
+// lostB reports whether the B of E e was in a write that failed before it.
+func (fs *failures) lostB(e endRef) bool {
+	for _, fl := range fs.recent {
+		if fl.seq == e.bBatch && e.bOff >= fl.delivered {
+			return true
+		}
+	}
+	return false
+}
+
+// unpair turns into instants the E events of b whose B a failed write
+// lost: the encoder queued b before it learned of the failure. The span's
+// end stays in the trace, as an instant with its args.
+func (fs *failures) unpair(b *batch) {
+	if len(fs.recent) == 0 {
+		return
+	}
+	for _, e := range b.ends {
+		if e.bBatch < b.seq && fs.lostB(e) {
+			endToInstant(b.buf[e.start:e.end])
+		}
+	}
+}
+
+// endToInstant turns the E event on line into an instant, in place. Its
+// phase is the first `"ph":"E"` of the line: the name before it, a JSON
+// string, cannot hold an unescaped quote, and the args come after it.
+func endToInstant(line []byte) {
+	if i := bytes.Index(line, []byte(`"ph":"E"`)); i >= 0 {
+		line[i+len(`"ph":"`)] = 'i'
+	}
+}
+
+// take returns the failed writes reported since the last call.
+func (fs *failures) take() []failure {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	reported := fs.reported
+	fs.reported = nil
+	return reported
+}
+
+// eventsIn counts the events in p, whole lines that each start with '{'
+// (padding lines are empty).
+func eventsIn(p []byte) int {
+	n := bytes.Count(p, []byte("\n{"))
+	if len(p) > 0 && p[0] == '{' {
+		n++
+	}
+	return n
+}
