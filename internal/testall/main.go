@@ -1,7 +1,9 @@
 // Command testall runs the tests of every module in this repository: the
 // root module and the nested ones (traceotel, goruntime, tracervet,
-// benchmarks, examples/goruntime), which `go test ./...` from the root
-// leaves out because each has its own go.mod.
+// tracehttp/routers, cmd/tracer/parquet, cmd/tracer/duckdb, benchmarks,
+// examples/goruntime, examples/otel: every directory with a go.mod, found
+// as it runs), which `go test ./...` from the root leaves out because each
+// has its own go.mod.
 //
 // From the repository's root:
 //
