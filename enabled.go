@@ -48,14 +48,14 @@ func (t *Tracer) SetCategories(names ...string) error {
 		return nil
 	}
 	if len(names) == 0 {
-		t.categories.Store(nil)
+		t.setCategories(nil)
 		return nil
 	}
 	f, err := newCategoryFilter(names)
 	if err != nil {
 		return err
 	}
-	t.categories.Store(f)
+	t.setCategories(f)
 	return nil
 }
 

@@ -703,6 +703,51 @@ func (e *encoder) appendArgList(b []byte, as []slot) []byte {
 	return b
 }
 
+// anyAsync appends the "b" (with the start's args) or "e" (with endArgs)
+// event, at time at, of the SpanHandle that started with h.
+func (e *encoder) anyAsync(h *slot, rest, endArgs []slot, ph byte, at int64) {
+	e.events++
+	var b []byte
+	if uint16(rest[0].meta) == 0 {
+		// No category: catapult drops async events without one, and
+		// tools match them by category, so give them "span".
+		b = append(e.buf, `{"name":`...)
+		b = e.appendCached(b, h)
+		b = append(b, `,"cat":"span"`...)
+		b = append(b, phaseTs[ph]...)
+		b = jsonenc.Micros(b, at-e.base)
+	} else {
+		b = e.appendHead(e.buf, h, rest, ph, at)
+	}
+	b = e.appendIDs(b, h.gid())
+	as := args(h, rest)
+	if ph == 'e' {
+		e.gidArg = 0 // on the b already
+		as = endArgs
+	}
+	x := &rest[0]
+	b = appendAsyncID(b, x)
+	b = appendScope(b, x)
+	e.buf = e.appendArgs(b, as, nil)
+}
+
+// anyFlow appends a flow event ("s" or "f", bound to the enclosing slice)
+// of the SpanHandle that started with h, on goroutine gid's track at time
+// at; its id is the SpanHandle's.
+func (e *encoder) anyFlow(h *slot, rest []slot, ph byte, gid uint64, at int64) {
+	e.events++
+	b := e.appendHead(e.buf, h, rest, ph, at)
+	b = e.appendIDs(b, gid)
+	e.gidArg = 0
+	b = append(b, `,"id":`...)
+	b = strconv.AppendUint(b, rest[0].num, 10)
+	if ph == 'f' {
+		b = append(b, `,"bp":"e"`...)
+	}
+	b = appendScope(b, &rest[0])
+	e.buf = append(b, "},\n"...)
+}
+
 // The tracer's own events: the process metadata at the top of a file and
 // the drop counter.
 

@@ -95,7 +95,7 @@ func (f *flusher) start(done chan<- struct{}) {
 func (f *flusher) run(done chan<- struct{}) {
 	defer close(done)
 	r := f.r
-	r.own.flushing.Store(goroutineID())
+	r.flusherRuns()
 	tick := time.NewTicker(f.opts.flushInterval)
 	defer tick.Stop()
 	lastTrim := time.Now()
@@ -266,9 +266,10 @@ merge:
 				f.popKeptEnds(h.at() + 1)
 			}
 			if f.names != nil && f.shared == nil { // with lanes, goroutines are no tracks
-				f.names.note(h, c.l.read.slots[c.l.pos+1:c.l.pos+h.slots()])
+				s, pos := c.l.chunk()
+				f.names.note(h, s[pos+1:pos+h.slots()])
 			}
-			c.l.pos += f.take(c, h, cut, limit)
+			c.l.skip(f.take(c, h, cut, limit))
 			if f.full() && !f.nextBatch(block) {
 				complete = false
 				break merge
@@ -291,40 +292,23 @@ merge:
 	return complete
 }
 
+// passBy is a pass that waits for free batches until giveUp fires, Flush
+// on its caller's goroutine: it reports whether the pass was complete.
+func (f *flusher) passBy(giveUp <-chan time.Time) bool {
+	f.giveUp = giveUp
+	defer func() { f.giveUp = nil }()
+	return f.pass(true)
+}
+
 // peek returns the head slot of the next event of c's chain, or nil if
 // none is published. It moves on to the next chunk when it has read one
 // to its end, and gives the one it leaves back to the pool.
 func (f *flusher) peek(c *cursor) *slot {
-	l := c.l
-	for {
-		if l.pos < c.head {
-			h := &l.read.slots[l.pos]
-			if !f.clock.quick(h) {
-				f.clock.fix(h)
-			}
-			return h
-		}
-		if l.read == nil {
-			if l.read = l.first.Load(); l.read == nil {
-				return nil
-			}
-			l.pos, c.head = 0, 0
-		}
-		if c.head = loadAcquire(&l.read.head); l.pos < c.head {
-			continue
-		}
-		next := l.read.next.Load()
-		if next == nil {
-			return nil
-		}
-		// Sealed: its head is final now.
-		if c.head = loadAcquire(&l.read.head); l.pos < c.head {
-			continue
-		}
-		f.r.pool.put(l.read)
-		f.r.waiting.Dec()
-		l.read, l.pos, c.head = next, 0, 0
+	h := c.l.nextEvent(&c.head)
+	if h != nil && !f.clock.quick(h) {
+		f.clock.fix(h)
 	}
+	return h
 }
 
 // dropsSoFar counts the events that will never reach the file: dropped
@@ -341,7 +325,8 @@ func (f *flusher) dropsSoFar() uint64 {
 func (f *flusher) take(c *cursor, h *slot, cut, limit int64) uint64 {
 	l := c.l
 	n := h.slots()
-	rest := l.read.slots[l.pos+1 : l.pos+n]
+	s, pos := l.chunk()
+	rest := s[pos+1 : pos+n]
 	f.imp.note(h, rest)
 	switch k := h.kind(); {
 	case k == kindThreadName:
@@ -404,14 +389,14 @@ func (f *flusher) take(c *cursor, h *slot, cut, limit int64) uint64 {
 // and told. Each span is tested as take would test it alone.
 func (f *flusher) takeRun(c *cursor, h *slot, cut, limit int64) uint64 {
 	l := c.l
-	s := &l.read.slots
+	s, start := l.chunk()
 	gid := h.gid()
-	start, pos := l.pos, l.pos
+	pos := start
 	for {
 		n := h.slots()
 		e := pos + n // where its end must be
 		if e >= c.head {
-			if c.head = loadAcquire(&l.read.head); e >= c.head {
+			if c.head = l.published(); e >= c.head {
 				break
 			}
 		}
@@ -529,7 +514,7 @@ func (f *flusher) appendLaneNames() {
 		return
 	}
 	if f.traits.window {
-		f.shared.unnamed = f.shared.unnamed[:0]
+		f.shared.forgetUnnamed()
 		return
 	}
 	f.shared.forUnnamed(f.appendTrackName)
@@ -629,7 +614,7 @@ func (f *flusher) close() {
 		f.send()
 	}
 	f.closed.Store(true)
-	f.r.lateDrops.Add(f.unread())
+	f.r.countLate(f.unread())
 	f.lateKeptEnds()
 }
 
@@ -643,7 +628,7 @@ func (f *flusher) unread() uint64 {
 		}
 		c := cursor{l: l}
 		for h := f.peek(&c); h != nil; h = f.peek(&c) {
-			l.pos += h.slots()
+			l.skip(h.slots())
 			n++
 		}
 	}

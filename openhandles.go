@@ -1,10 +1,6 @@
 package tracer
 
-import (
-	"strconv"
-
-	"github.com/gotracer/tracer/internal/jsonenc"
-)
+import ()
 
 // The flusher's side of SpanHandles (anyspan.go).
 //
@@ -85,7 +81,7 @@ func (f *flusher) popAny(end *slot, rest []slot) {
 	id, endArgs, at := rest[0].num, rest[1:], end.at()
 	st := a.open[id]
 	if st == nil { // ended twice, or forgotten (see maxOpenSpans)
-		f.r.unmatched.Inc()
+		f.r.endedNothing()
 		return
 	}
 	if st.drawn {
@@ -108,7 +104,7 @@ func (f *flusher) popAny(end *slot, rest []slot) {
 	}
 	if i < 0 { // cannot happen: an open SpanHandle not async is on its stack
 		a.done(id, st)
-		f.r.unmatched.Inc()
+		f.r.endedNothing()
 		return
 	}
 	o := &ss[i]
@@ -277,49 +273,4 @@ func (f *flusher) flowFromParent(st *anyState, start *slot, rest []slot) {
 	}
 	f.enc.anyFlow(start, rest, 's', st.parentGid, st.parentAt)
 	f.enc.anyFlow(start, rest, 'f', st.gid, start.at())
-}
-
-// anyAsync appends the "b" (with the start's args) or "e" (with endArgs)
-// event, at time at, of the SpanHandle that started with h.
-func (e *encoder) anyAsync(h *slot, rest, endArgs []slot, ph byte, at int64) {
-	e.events++
-	var b []byte
-	if uint16(rest[0].meta) == 0 {
-		// No category: catapult drops async events without one, and
-		// tools match them by category, so give them "span".
-		b = append(e.buf, `{"name":`...)
-		b = e.appendCached(b, h)
-		b = append(b, `,"cat":"span"`...)
-		b = append(b, phaseTs[ph]...)
-		b = jsonenc.Micros(b, at-e.base)
-	} else {
-		b = e.appendHead(e.buf, h, rest, ph, at)
-	}
-	b = e.appendIDs(b, h.gid())
-	as := args(h, rest)
-	if ph == 'e' {
-		e.gidArg = 0 // on the b already
-		as = endArgs
-	}
-	x := &rest[0]
-	b = appendAsyncID(b, x)
-	b = appendScope(b, x)
-	e.buf = e.appendArgs(b, as, nil)
-}
-
-// anyFlow appends a flow event ("s" or "f", bound to the enclosing slice)
-// of the SpanHandle that started with h, on goroutine gid's track at time
-// at; its id is the SpanHandle's.
-func (e *encoder) anyFlow(h *slot, rest []slot, ph byte, gid uint64, at int64) {
-	e.events++
-	b := e.appendHead(e.buf, h, rest, ph, at)
-	b = e.appendIDs(b, gid)
-	e.gidArg = 0
-	b = append(b, `,"id":`...)
-	b = strconv.AppendUint(b, rest[0].num, 10)
-	if ph == 'f' {
-		b = append(b, `,"bp":"e"`...)
-	}
-	b = appendScope(b, &rest[0])
-	e.buf = append(b, "},\n"...)
 }

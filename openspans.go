@@ -162,7 +162,7 @@ func (f *flusher) writeBegin(o *openSpan) {
 func (f *flusher) pop(end *slot, endArgs []slot) {
 	s := f.open.stack(end.gid(), false)
 	if s == nil {
-		f.r.unmatched.Inc()
+		f.r.endedNothing()
 		return
 	}
 	st := *s
@@ -171,7 +171,7 @@ func (f *flusher) pop(end *slot, endArgs []slot) {
 		i--
 	}
 	if i < 0 {
-		f.r.unmatched.Inc()
+		f.r.endedNothing()
 		return
 	}
 	for j := len(st) - 1; j >= i; j-- {
@@ -378,6 +378,6 @@ func (f *flusher) popKeptEnds(before int64) {
 // lateKeptEnds counts, once Close's last pass is done, the ends kept aside
 // too late for it.
 func (f *flusher) lateKeptEnds() {
-	f.r.lateDrops.Add(uint64(f.r.kept.drop() + len(f.kept)))
+	f.r.countLate(uint64(f.r.kept.drop() + len(f.kept)))
 	f.kept = nil
 }

@@ -81,8 +81,12 @@ func (s *slot) at() int64 {
 	}
 	return int64(s.num &^ rawDone)
 }
-func (s *slot) str() string      { return unsafe.String(s.p, int(uint32(s.n))) }
-func (s *slot) argKind() argKind { return argKind(s.meta) }
+func (s *slot) str() string { return unsafe.String(s.p, int(uint32(s.n))) }
+
+// setNanotime replaces the head's clock reading with the nanotime ns it
+// stands for: see timebase.fix.
+func (s *slot) setNanotime(ns int64) { s.num = uint64(ns) | rawDone }
+func (s *slot) argKind() argKind     { return argKind(s.meta) }
 
 // setStr keeps v in s: its length in n's low 32 bits (a span start keeps
 // its token in the high ones), cut to what fits, which is far more than
@@ -387,6 +391,38 @@ func (r *recorder) put(gid uint64, k kind, flags uint8, name string, id, n uint6
 		}
 	}
 }
+
+// prepare readies r for a tracer's recording, before it starts: h is the
+// flusher as the record path sees it.
+func (r *recorder) prepare(lossless bool, bufferLimit int, categories *categoryFilter, h helper) {
+	r.wake = make(chan struct{}, 1)
+	r.stop = make(chan struct{})
+	r.lossless, r.helper = lossless, h
+	r.pool.limit = bufferLimit / chunkBytes
+	empty := chains{}
+	r.chains.Store(&empty)
+	r.categories.Store(categories)
+}
+
+// start makes r record events.
+func (r *recorder) start() { r.recording.Store(true) }
+
+// stopRecording makes r refuse events, and stops the waits for room:
+// Close began.
+func (r *recorder) stopRecording() {
+	r.recording.Store(false)
+	close(r.stop)
+}
+
+// setCategories makes r record only the categories f allows (all, if nil).
+func (r *recorder) setCategories(f *categoryFilter) { r.categories.Store(f) }
+
+// countLate counts n events recorded too late to be written: after
+// Close's last pass.
+func (r *recorder) countLate(n uint64) { r.lateDrops.Add(n) }
+
+// endedNothing counts a span's end that the flusher found no start for.
+func (r *recorder) endedNothing() { r.unmatched.Inc() }
 
 // late reports whether Close began, counting the event it then refuses.
 func (r *recorder) late() bool {

@@ -43,6 +43,9 @@ type ownGoroutines struct {
 	writing, flushing atomic.Uint64 // the writer goroutine, the flusher goroutine
 }
 
+// flusherRuns notes that the calling goroutine is the flusher's.
+func (r *recorder) flusherRuns() { r.own.flushing.Store(goroutineID()) }
+
 // onOwnGoroutine reports whether the caller is one of t's own goroutines.
 func (r *recorder) onOwnGoroutine() bool {
 	g := goroutineID()

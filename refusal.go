@@ -40,3 +40,11 @@ func (r *refusal) report(onError func(error)) {
 		}
 	}
 }
+
+// refuse counts something the caller gave and the tracer left out. The
+// first time, it keeps the error msg returns for report; msg is
+// called only then, so misuse in a loop costs no formatting.
+func (r *recorder) refuse(msg func() error) {
+	r.refused.Inc()
+	r.refusal.keep(misuseCounter, msg)
+}

@@ -98,6 +98,51 @@ func newChain(r *recorder, p int) *chain {
 	return l
 }
 
+// The consumer side of a chain: the flusher reads it, under its mu,
+// through these.
+
+// nextEvent returns the head slot of the chain's next event, or nil if none is
+// published; head is the reader's last load of the chunk's published
+// slots (see cursor). It moves on to the next chunk when the reader has
+// read one to its end, and gives the one it leaves back to the pool.
+func (l *chain) nextEvent(head *uint64) *slot {
+	for {
+		if l.pos < *head {
+			return &l.read.slots[l.pos]
+		}
+		if l.read == nil {
+			if l.read = l.first.Load(); l.read == nil {
+				return nil
+			}
+			l.pos, *head = 0, 0
+		}
+		if *head = loadAcquire(&l.read.head); l.pos < *head {
+			continue
+		}
+		next := l.read.next.Load()
+		if next == nil {
+			return nil
+		}
+		// Sealed: its head is final now.
+		if *head = loadAcquire(&l.read.head); l.pos < *head {
+			continue
+		}
+		l.r.pool.put(l.read)
+		l.r.waiting.Dec()
+		l.read, l.pos, *head = next, 0, 0
+	}
+}
+
+// chunk returns the slots of the chunk being read and the position of
+// the next event in it.
+func (l *chain) chunk() (*[chunkSlots]slot, uint64) { return &l.read.slots, l.pos }
+
+// published loads how many slots of the chunk being read are published.
+func (l *chain) published() uint64 { return loadAcquire(&l.read.head) }
+
+// skip moves past n slots the reader has read.
+func (l *chain) skip(n uint64) { l.pos += n }
+
 // addChain gives P p a chain. It runs once per P for the tracer's life, so
 // a mutex is fine here; the record path never takes it.
 func (r *recorder) addChain(p int) {

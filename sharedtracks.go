@@ -184,6 +184,10 @@ type laneName struct {
 	tn  trackName
 }
 
+// forgetUnnamed forgets the lanes not named yet: a flight recorder's dump
+// names every lane it remembers instead.
+func (s *sharedTracks) forgetUnnamed() { s.unnamed = s.unnamed[:0] }
+
 // forUnnamed calls f with each lane made since the last call and its
 // name, and forgets them: they are written at the end of a batch (events
 // are written one at a time, and a lane may be made while one is).

@@ -156,7 +156,7 @@ func (tb *timebase) quick(s *slot) bool {
 	if dt >= tb.seg.width {
 		return false
 	}
-	s.num = uint64(tb.seg.ns+scale(dt, tb.seg.mult)) | rawDone
+	s.setNanotime(tb.seg.ns + scale(dt, tb.seg.mult))
 	return true
 }
 
@@ -173,7 +173,7 @@ func (tb *timebase) fix(s *slot) {
 	case raw&rawDone != 0:
 		return
 	case raw&rawNanotime != 0:
-		s.num = raw&^rawNanotime | rawDone
+		s.setNanotime(int64(raw &^ rawNanotime))
 		return
 	}
 	t := int64(raw)
@@ -182,7 +182,7 @@ func (tb *timebase) fix(s *slot) {
 		if tb.failed {
 			// Stamped around the failure: no anchor will come after
 			// it. Placed on from the newest at the long-run rate.
-			s.num = uint64(newest.ns+scale(uint64(t-newest.tick), tb.longRate())) | rawDone
+			s.setNanotime(newest.ns + scale(uint64(t-newest.tick), tb.longRate()))
 		}
 		return
 	}
@@ -194,12 +194,12 @@ func (tb *timebase) fix(s *slot) {
 		if a := &tb.ring[i%anchors]; t >= a.tick {
 			// Its mult is final: the anchor after it is taken.
 			tb.seg = segment{from: uint64(a.tick), width: uint64(tb.ring[(i+1)%anchors].tick - a.tick), ns: a.ns, mult: a.mult}
-			s.num = uint64(a.ns+scale(uint64(t-a.tick), a.mult)) | rawDone
+			s.setNanotime(a.ns + scale(uint64(t-a.tick), a.mult))
 			return
 		}
 	}
 	// Older than every anchor kept: back from the oldest at the long-run
 	// rate, or the oldest segment's while the trace is young.
 	a := &tb.ring[oldest%anchors]
-	s.num = uint64(max(a.ns-scale(uint64(a.tick-t), tb.longRate()), 0)) | rawDone
+	s.setNanotime(max(a.ns-scale(uint64(a.tick-t), tb.longRate()), 0))
 }

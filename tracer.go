@@ -105,20 +105,13 @@ func newTracer(s sink, o options) (*Tracer, error) {
 		opts: o,
 		done: make(chan struct{}),
 	}
-	t.wake = make(chan struct{}, 1)
-	t.stop = make(chan struct{})
-	t.lossless = o.lossless
-	t.helper = &t.flusher
-	t.pool.limit = o.bufferLimit / chunkBytes
-	empty := chains{}
-	t.chains.Store(&empty)
-	t.categories.Store(o.categories)
+	t.recorder.prepare(o.lossless, o.bufferLimit, o.categories, &t.flusher)
 	chooseClock() // first: it reads files, which must not come between the two clocks
 	t.base = t.flusher.prepare(&t.recorder, &t.opts, s)
 	if err := t.flusher.writeHeader(); err != nil {
 		return nil, fmt.Errorf("tracer: writing trace header: %w", err)
 	}
-	t.recording.Store(true)
+	t.recorder.start()
 	t.flusher.start(t.done)
 	return t, nil
 }
@@ -139,10 +132,7 @@ func (t *Tracer) flushHere() error {
 	}
 	timer := time.NewTimer(d)
 	defer timer.Stop()
-	f.giveUp = timer.C
-	complete := f.pass(true)
-	f.giveUp = nil
-	if !complete {
+	if !f.passBy(timer.C) {
 		return stalled(d)
 	}
 	return f.syncBy(timer.C)
@@ -209,8 +199,7 @@ func (t *Tracer) Close() error {
 		first = true
 		// A closed default tracer is no default: Start may start another.
 		std.CompareAndSwap(unsafe.Pointer(t), nil)
-		t.recording.Store(false)
-		close(t.stop)
+		t.recorder.stopRecording()
 		t.closeErr = t.wait(func() error {
 			<-t.done
 			t.flusher.mu.Lock()
