@@ -101,7 +101,7 @@ func TestOpenSpansVisibleAfterKill(t *testing.T) {
 // written as B events, however young, so a trace stopped by a signal or a
 // panic shows what was running.
 func TestCloseWritesOpenSpans(t *testing.T) {
-	tr, path := newTestTracer(t, WithFlushInterval(10*time.Second))
+	tr, path := newTestTracer(t)
 	_ = tr.Span("open", Int("n", 1), String("s", "x"), Bool("b", true), Float64("f", 0.5), Int("m", 2))
 	tr.Span("closed")()
 	require.NoError(t, tr.Close())

@@ -53,7 +53,7 @@ func TestFlightRecorderKeepsTheNewestEvents(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := newFlightRecorder(t, tt.cfg, WithFlushInterval(10*time.Second))
+			r := newFlightRecorder(t, tt.cfg, withClock(newTestClock()))
 			r.SetGoroutineName("recorder")
 			for i := 0; i < tt.events; i++ {
 				r.Instant("tick", Int("seq", i))
@@ -140,7 +140,7 @@ func TestFlightRecorderSpans(t *testing.T) {
 // so it drops nothing of a flood however small its buffers; drops (made
 // here as a stalled file sink would) show in its dumps.
 func TestFlightRecorderShowsDrops(t *testing.T) {
-	r := newFlightRecorder(t, FlightRecorderConfig{MaxEvents: 100_000}, WithBufferLimit(chunkBytes), WithFlushInterval(10*time.Second))
+	r := newFlightRecorder(t, FlightRecorderConfig{MaxEvents: 100_000}, WithBufferLimit(chunkBytes), withClock(newTestClock()))
 	const n = 50_000
 	for i := 0; i < n; i++ {
 		r.Instant("flood")
@@ -260,7 +260,7 @@ func TestFlightRecorderNamesEachGoroutineOnce(t *testing.T) {
 // the tracer's file keeps every span. On a file no tracer holds, a dump
 // that cannot be written whole (a full disk) leaves it as it was.
 func TestFlightRecorderWriteFileRefusesALiveFile(t *testing.T) {
-	tr, path := newTestTracer(t, WithFlushInterval(10*time.Second))
+	tr, path := newTestTracer(t)
 	r := newFlightRecorder(t, FlightRecorderConfig{MaxEvents: 100})
 	r.Span("dumped")()
 	for i := range 1000 {

@@ -96,15 +96,15 @@ func (f *flusher) run(done chan<- struct{}) {
 	defer close(done)
 	r := f.r
 	r.flusherRuns()
-	tick := time.NewTicker(f.opts.flushInterval)
-	defer tick.Stop()
+	ticks, stop := f.opts.clock.ticks(f.opts.flushInterval)
+	defer stop()
 	lastTrim := time.Now()
 	for {
 		select {
 		case <-r.stop:
 			return
 		case <-r.wake:
-		case now := <-tick.C:
+		case now := <-ticks:
 			if now.Sub(lastTrim) >= time.Second {
 				lastTrim = now
 				r.pool.trim(r.chainCount() + assistChunks)
@@ -280,7 +280,7 @@ merge:
 		f.popKeptEnds(cut)
 		f.forgotten.Add(uint64(f.open.trim(f.r, maxOpenSpans)))
 		if !f.traits.window { // a flight recorder writes spans whole: see FlightRecorder
-			complete = f.writeOldBegins(cut-int64(f.opts.flushInterval), block)
+			complete = f.writeOldBegins(f.opts.clock.oldBefore(cut, f.opts.flushInterval), block)
 		}
 	}
 	if complete {

@@ -34,14 +34,16 @@ func TestFlusherDrainsOnItsOwn(t *testing.T) {
 	require.LessOrEqual(t, DefaultFlushInterval, 200*time.Millisecond, "issue 2: the default interval is at most 200ms")
 
 	t.Run("interval", func(t *testing.T) {
-		tr, path := newTestTracer(t) // the default interval
-		tr.Instant("lonely")         // then this goroutine, and its P, go quiet
-		require.True(t, eventually(t, path, `"lonely"`, 20*DefaultFlushInterval),
-			"an event on an idle P is written within a few flush intervals")
+		clk := newTestClock()
+		tr, path := newTestTracer(t, withClock(clk))
+		tr.Instant("lonely") // then this goroutine, and its P, go quiet
+		clk.pass()           // a flush interval later
+		require.True(t, eventually(t, path, `"lonely"`, 10*time.Second),
+			"an event on an idle P is written at the next interval's pass")
 	})
 
 	t.Run("sealed chunks", func(t *testing.T) {
-		tr, path := newTestTracer(t, WithFlushInterval(10*time.Second))
+		tr, path := newTestTracer(t)
 		for i := 0; i < wakeChunks*chunkSlots+10; i++ { // fills and seals wakeChunks chunks
 			tr.Instant("burst")
 		}
@@ -64,7 +66,7 @@ func TestRunsOfSpans(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1)) // one chain for both goroutines
 	const goroutines, spans, maxSize = 2, 6000, 16 << 10
 	dir := t.TempDir()
-	tr, err := New(filepath.Join(dir, "trace.json"), WithMaxFileSize(maxSize), WithFlushInterval(10*time.Second))
+	tr, err := New(filepath.Join(dir, "trace.json"), WithMaxFileSize(maxSize), withClock(newTestClock()))
 	require.NoError(t, err)
 	var wg sync.WaitGroup
 	for g := range goroutines {

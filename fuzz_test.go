@@ -70,7 +70,7 @@ func FuzzEventStrings(f *testing.F) {
 		if len(value) > 0 {
 			long = strings.Repeat(value, min(int(rep), 3*MaxStringLen/len(value)+1))
 		}
-		tr, err := New(path, WithFlushInterval(10*time.Second))
+		tr, err := New(path, withClock(newTestClock()))
 		require.NoError(t, err)
 		tr.SetGoroutineName(name)
 		tr.Span(name, String(key, value), String("long", long), Float64("f", fl),

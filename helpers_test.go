@@ -3,6 +3,7 @@ package tracer
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"os"
 	"os/exec"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"github.com/gotracer/tracer/internal/tracecheck"
 	"github.com/gotracer/tracer/internal/tracefile"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/atomic"
 )
 
 // event is one trace event as a viewer reads it; the integration
@@ -170,3 +172,32 @@ func allocsPerRun(runs int, f func()) float64 {
 	}
 	return least
 }
+
+// A testClock is a flushClock a test drives (see flushclock.go): the
+// flusher passes when the test calls Flush, when a P fills chunks, or
+// when the test ticks; and no span still open is old enough to be
+// written as a B event until the test says so (ageAll). newTestTracer
+// gives every tracer one, unless the test gives its own clock.
+type testClock struct {
+	tick chan time.Time
+	old  atomic.Int64 // the nanotime before which an open span is old
+}
+
+func newTestClock() *testClock {
+	c := &testClock{tick: make(chan time.Time)}
+	c.old.Store(never)
+	return c
+}
+
+func (c *testClock) ticks(time.Duration) (<-chan time.Time, func()) { return c.tick, func() {} }
+
+func (c *testClock) oldBefore(cut int64, _ time.Duration) int64 { return min(c.old.Load(), cut) }
+
+// ageAll makes every span open at a pass from now on old: the next pass
+// (a Flush) writes their B events, as a pass a flush interval after they
+// started would.
+func (c *testClock) ageAll() { c.old.Store(math.MaxInt64) }
+
+// pass makes the flusher pass on its own goroutine, as it does every
+// flush interval, and returns once it has begun.
+func (c *testClock) pass() { c.tick <- time.Now() }

@@ -166,7 +166,7 @@ func TestBuffersStopAtTheSoftMark(t *testing.T) {
 				t.Skip("the race detector starves the writer")
 			}
 			// A long interval: no trim gives memory back while it runs.
-			tr, err := NewWithWriter(io.Discard, WithFlushInterval(10*time.Second))
+			tr, err := NewWithWriter(io.Discard, withClock(newTestClock()))
 			require.NoError(t, err)
 			peak := 0
 			var wg sync.WaitGroup
@@ -201,7 +201,7 @@ func TestBuffersStopAtTheSoftMark(t *testing.T) {
 // every span reaches the file when the sink recovers.
 func TestBuffersGrowPastTheSoftMarkForASlowSink(t *testing.T) {
 	s, path := newGateSink(t)
-	tr := newTracerOn(t, s, WithLossless(), WithFlushInterval(10*time.Second))
+	tr := newTracerOn(t, s, WithLossless(), withClock(newTestClock()))
 	spans := 400_000 // 24 MiB of records
 	if testing.Short() || raceEnabled {
 		spans = 160_000 // 10 MiB

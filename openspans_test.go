@@ -161,15 +161,9 @@ func TestMillionOpenSpans(t *testing.T) {
 	if raceEnabled || testing.Short() {
 		t.Skip("a million goroutines: slow under the race detector")
 	}
-	for _, tc := range []struct {
-		name     string
-		interval time.Duration
-	}{
-		{"waiting", 10 * time.Second}, // the longest interval: no pass writes a B
-		{"written", 10 * time.Millisecond},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			out, err := childtest.Run(t, "TestMillionOpenSpansChild", 2*time.Minute, millionChildEnv+"="+tc.interval.String())
+	for _, name := range []string{"waiting", "written"} {
+		t.Run(name, func(t *testing.T) {
+			out, err := childtest.Run(t, "TestMillionOpenSpansChild", 2*time.Minute, millionChildEnv+"="+name)
 			require.NoError(t, err)
 			var perSpan float64
 			var written, forgotten int
@@ -179,7 +173,7 @@ func TestMillionOpenSpans(t *testing.T) {
 			t.Logf("%.0f bytes per open span, %d B events written", perSpan, written)
 			assert.Less(t, perSpan, 220.0)
 			assert.Zero(t, forgotten, "a million open spans are all kept")
-			if tc.interval < time.Second {
+			if name == "written" {
 				assert.Equal(t, maxOpenSpans-1, written)
 			} else {
 				assert.Zero(t, written)
@@ -195,11 +189,11 @@ const millionChildEnv = "TRACER_MILLION_CHILD"
 // prints the heap held per span, how many B events it wrote and how many
 // spans it forgot.
 func TestMillionOpenSpansChild(t *testing.T) {
-	interval, err := time.ParseDuration(os.Getenv(millionChildEnv))
-	if err != nil {
+	mode := os.Getenv(millionChildEnv)
+	if mode == "" {
 		t.Skip("helper process for TestMillionOpenSpans")
 	}
-	c := openSpanMemory(t, maxOpenSpans-1, interval)
+	c := openSpanMemory(t, maxOpenSpans-1, mode == "written")
 	fmt.Printf("PERSPAN %g WRITTEN %d FORGOTTEN %d\n", c.perSpan, c.written, c.forgotten)
 }
 
@@ -211,11 +205,11 @@ type openSpanCost struct {
 }
 
 // openSpanMemory leaves n spans open, each on a goroutine that exits
-// inside it, with the flush interval given, and returns the heap the
-// tracer holds for each once they are all in the flusher's table. With an
-// interval shorter than the spans' age, their B events are written.
-func openSpanMemory(t testing.TB, n int, interval time.Duration) openSpanCost {
-	tr, _ := newTestTracer(t, WithFlushInterval(interval))
+// inside it, and returns the heap the tracer holds for each once they are
+// all in the flusher's table; old, their B events are written.
+func openSpanMemory(t testing.TB, n int, old bool) openSpanCost {
+	clk := newTestClock()
+	tr, _ := newTestTracer(t, withClock(clk))
 	before := heapInUse()
 	done := make(chan struct{})
 	for range n {
@@ -225,8 +219,8 @@ func openSpanMemory(t testing.TB, n int, interval time.Duration) openSpanCost {
 		}()
 		<-done
 	}
-	if interval < time.Second {
-		time.Sleep(2 * interval) // old enough for their B events to be written
+	if old {
+		clk.ageAll() // their B events are written
 	}
 	require.NoError(t, tr.Flush()) // into the table: the rings are empty again
 	// The chunks the starts passed through are the buffers' memory,

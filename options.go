@@ -43,6 +43,7 @@ type options struct {
 	sink          sinkOptions   // gzip and rotation: sink_gzip.go, sink_rotate.go
 	stopTimeout   time.Duration // see WithStopTimeout
 	lanes         bool          // see WithLanes
+	clock         flushClock    // see flushclock.go
 }
 
 // buildOptions applies opts to the defaults.
@@ -65,6 +66,7 @@ func defaultOptions() options {
 		flushInterval: DefaultFlushInterval,
 		processName:   filepath.Base(os.Args[0]),
 		stopTimeout:   DefaultStopTimeout,
+		clock:         realClock{},
 	}
 }
 

@@ -31,7 +31,7 @@ func TestEndingChild(t *testing.T) {
 		t.Skip("helper process for TestSignalStopsTrace and TestPanicStopsTrace")
 	}
 	mode, path, _ := strings.Cut(spec, ":")
-	require.NoError(t, Start(path, WithFlushInterval(10*time.Second)))
+	require.NoError(t, Start(path, withClock(newTestClock())))
 	if mode != "goroutine panic" {
 		defer Stop() // what the README tells main to do
 	}

@@ -83,7 +83,7 @@ func TestFailingWriter(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			w := &flakyWriter{short: tt.short}
 			var log errorLog
-			opts := []Option{WithErrorHandler(log.handle), WithFlushInterval(10 * time.Second)}
+			opts := []Option{WithErrorHandler(log.handle), withClock(newTestClock())}
 			if tt.gzip {
 				opts = append(opts, WithGzip(1))
 			}
@@ -130,7 +130,7 @@ func TestFailingWriter(t *testing.T) {
 // not orphaned.
 func TestFailedWriteWritesBeginsAgain(t *testing.T) {
 	w := &flakyWriter{}
-	tr, err := NewWithWriter(w, WithErrorHandler(func(error) {}), WithFlushInterval(10*time.Second))
+	tr, err := NewWithWriter(w, WithErrorHandler(func(error) {}), withClock(newTestClock()))
 	require.NoError(t, err)
 	require.NoError(t, tr.Flush()) // nothing to write: w.calls stays 1
 	end := tr.LongSpan("lost B")
@@ -168,7 +168,7 @@ func TestRemovedDirectory(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "traces")
 	require.NoError(t, os.Mkdir(dir, 0o755))
 	var log errorLog
-	tr, err := New(filepath.Join(dir, "trace.json"), WithMaxFileSize(minFileSize), WithErrorHandler(log.handle), WithFlushInterval(10*time.Second))
+	tr, err := New(filepath.Join(dir, "trace.json"), WithMaxFileSize(minFileSize), WithErrorHandler(log.handle), withClock(newTestClock()))
 	require.NoError(t, err)
 	require.NoError(t, os.RemoveAll(dir))
 	for i := 0; i < 50; i++ {
@@ -199,7 +199,7 @@ func TestDefaultErrorHandlerPrintsOnce(t *testing.T) {
 	os.Stderr = w
 	defer func() { os.Stderr = stderr }()
 
-	tr, err := NewWithWriter(&flakyWriter{}, WithFlushInterval(10*time.Second))
+	tr, err := NewWithWriter(&flakyWriter{}, withClock(newTestClock()))
 	require.NoError(t, err)
 	for i := 0; i < 30; i++ {
 		tr.Instant("x")
@@ -244,7 +244,7 @@ func TestPartialWriteIsNotWrittenTwice(t *testing.T) {
 	for _, gz := range []bool{false, true} {
 		t.Run(fmt.Sprintf("gzip=%v", gz), func(t *testing.T) {
 			w := &cutOnceWriter{}
-			opts := []Option{WithErrorHandler(func(error) {}), WithFlushInterval(10 * time.Second)}
+			opts := []Option{WithErrorHandler(func(error) {}), withClock(newTestClock())}
 			if gz {
 				opts = append(opts, WithGzip(1))
 			}

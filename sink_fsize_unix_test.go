@@ -11,7 +11,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/gotracer/tracer/internal/childtest"
 	"github.com/stretchr/testify/assert"
@@ -33,7 +32,7 @@ func TestFileSizeLimitChild(t *testing.T) {
 	// Go ignores SIGXFSZ: a write past the limit fails with EFBIG.
 	require.NoError(t, syscall.Setrlimit(syscall.RLIMIT_FSIZE, &syscall.Rlimit{Cur: 40 << 10, Max: 40 << 10}))
 	var log errorLog
-	tr, err := New(path, WithErrorHandler(log.handle), WithFlushInterval(10*time.Second))
+	tr, err := New(path, WithErrorHandler(log.handle), withClock(newTestClock()))
 	require.NoError(t, err)
 	for i := 0; tr.Stats().SinkErrors < 5; i++ {
 		for j := 0; j < 50; j++ {

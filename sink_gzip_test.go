@@ -73,7 +73,7 @@ func TestGzipFile(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), tt.file)
-			tr, err := New(path, append(tt.opts, WithFlushInterval(10*time.Second))...)
+			tr, err := New(path, append(tt.opts, withClock(newTestClock()))...)
 			require.NoError(t, err)
 			defer tr.Close()
 			assert.Equal(t, tt.level, tr.opts.sink.level)

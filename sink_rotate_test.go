@@ -9,7 +9,6 @@ import (
 	"sort"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -100,7 +99,7 @@ func TestRotation(t *testing.T) {
 			dir := t.TempDir()
 			path := filepath.Join(dir, tt.file)
 			var errs []error
-			tr, err := New(path, WithMaxFileSize(tt.maxSize), WithMaxFiles(tt.maxFiles), WithFlushInterval(10*time.Second),
+			tr, err := New(path, WithMaxFileSize(tt.maxSize), WithMaxFiles(tt.maxFiles), withClock(newTestClock()),
 				WithErrorHandler(func(err error) { errs = append(errs, err) }))
 			require.NoError(t, err)
 			recorded := rotationWorkload(t, tr)
@@ -189,7 +188,7 @@ func TestRotationCloseNamesOpenSpans(t *testing.T) {
 		t.Run(file, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), file)
 			var errs errorLog
-			tr, err := New(path, WithMaxFileSize(4<<10), WithFlushInterval(10*time.Second), WithErrorHandler(errs.handle))
+			tr, err := New(path, WithMaxFileSize(4<<10), withClock(newTestClock()), WithErrorHandler(errs.handle))
 			require.NoError(t, err)
 			started, release, done := make(chan struct{}), make(chan struct{}), make(chan struct{})
 			go func() {
@@ -242,7 +241,7 @@ func TestRotationNumbering(t *testing.T) {
 	for _, name := range []string{"trace.000001.json", "trace.000003.json", "trace.000009.json.gz", "trace.x.json", "trace.json.000002", "other.000004.json", "000007.json"} {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte("old"), 0o644))
 	}
-	tr, err := New(filepath.Join(dir, "trace.json"), WithMaxFileSize(minFileSize), WithMaxFiles(3), WithFlushInterval(10*time.Second))
+	tr, err := New(filepath.Join(dir, "trace.json"), WithMaxFileSize(minFileSize), WithMaxFiles(3), withClock(newTestClock()))
 	require.NoError(t, err)
 	for f := 0; f < 3; f++ { // each flush fills a file: the 2nd and 3rd start new ones
 		for i := 0; i < 100; i++ {
@@ -302,7 +301,7 @@ func TestDropsVisibleInEverySink(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
-			tr, err := New(filepath.Join(dir, tt.file), append(tt.opts, WithFlushInterval(10*time.Second))...)
+			tr, err := New(filepath.Join(dir, tt.file), append(tt.opts, withClock(newTestClock()))...)
 			require.NoError(t, err)
 			for round := 0; round < 10; round++ {
 				for i := 0; i < 200; i++ {
@@ -405,7 +404,7 @@ func TestRotationKeepsItsPath(t *testing.T) {
 		t.Run(file, func(t *testing.T) {
 			dir := t.TempDir()
 			path := filepath.Join(dir, file)
-			tr, err := New(path, WithMaxFileSize(minFileSize), WithFlushInterval(10*time.Second))
+			tr, err := New(path, WithMaxFileSize(minFileSize), withClock(newTestClock()))
 			require.NoError(t, err)
 			stop := make(chan struct{})
 			var tries, took int
@@ -471,7 +470,7 @@ func TestRotationThroughSymlink(t *testing.T) {
 	linkDir, dataDir := t.TempDir(), t.TempDir()
 	link := filepath.Join(linkDir, "trace.json")
 	require.NoError(t, os.Symlink(filepath.Join(dataDir, "run.json"), link))
-	tr, err := New(link, WithMaxFileSize(minFileSize), WithMaxFiles(3), WithFlushInterval(10*time.Second))
+	tr, err := New(link, WithMaxFileSize(minFileSize), WithMaxFiles(3), withClock(newTestClock()))
 	require.NoError(t, err)
 	for round := range 20 {
 		for i := range 40 {

@@ -74,7 +74,7 @@ func TestFullDiskChild(t *testing.T) {
 	require.NoError(t, syscall.Getrlimit(syscall.RLIMIT_FSIZE, &lim))
 	require.NoError(t, syscall.Setrlimit(syscall.RLIMIT_FSIZE, &syscall.Rlimit{Cur: fullDiskLimit, Max: lim.Max}))
 
-	tr, err := New(path, WithFlushInterval(10*time.Second))
+	tr, err := New(path, withClock(newTestClock()))
 	require.NoError(t, err)
 	id := 0
 	record := func() {

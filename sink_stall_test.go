@@ -207,7 +207,7 @@ func TestCloseOnStalledSinkIsBounded(t *testing.T) {
 func TestFailingSinkRecovers(t *testing.T) {
 	s, path := newGateSink(t)
 	var reported atomic.Int32
-	tr := newTracerOn(t, s, WithFlushInterval(10*time.Second), WithErrorHandler(func(err error) {
+	tr := newTracerOn(t, s, withClock(newTestClock()), WithErrorHandler(func(err error) {
 		assert.ErrorIs(t, err, errDiskFull)
 		reported.Add(1)
 	}))
@@ -255,7 +255,7 @@ func TestFailingSinkRecovers(t *testing.T) {
 // the end of the trace over every later span of its goroutine.
 func TestSpanEndsAreNeverDropped(t *testing.T) {
 	s, path := newGateSink(t)
-	tr := newTracerOn(t, s, WithBufferLimit(chunkBytes), WithFlushInterval(10*time.Second))
+	tr := newTracerOn(t, s, WithBufferLimit(chunkBytes), withClock(newTestClock()))
 	outer := tr.LongSpan("outer") // written as B at once
 	short := tr.Span("short")     // still in the buffers
 	require.NoError(t, tr.Flush())

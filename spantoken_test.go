@@ -105,7 +105,7 @@ func TestEndMisuse(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			var log errorLog
-			tr, path := newTestTracer(t, WithErrorHandler(log.handle), WithFlushInterval(10*time.Second))
+			tr, path := newTestTracer(t, WithErrorHandler(log.handle))
 			tc.run(tr)
 			require.NoError(t, tr.Close())
 
@@ -167,7 +167,7 @@ func TestNeverEndedSpanReported(t *testing.T) {
 // has tokens get more tokens, and every one ends its own span.
 func TestManySpansHeldOnOneP(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
-	tr, path := newTestTracer(t, WithFlushInterval(10*time.Second))
+	tr, path := newTestTracer(t)
 	const n = 3*tokenBlockSize + 100
 	ends := make([]func(...Arg), n)
 	for i := range ends {
@@ -215,7 +215,7 @@ func TestStaleEndBound(t *testing.T) {
 	for _, between := range []int{0, 255, 511, 1023, reuseAfter - 1} {
 		t.Run(strconv.Itoa(between), func(t *testing.T) {
 			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1)) // one chain
-			tr, path := newTestTracer(t, WithFlushInterval(10*time.Second))
+			tr, path := newTestTracer(t)
 			// In flight: a block's worth of requests, each on its
 			// goroutine, of which one in sixteen has ended, so free
 			// tokens are scattered.
@@ -384,7 +384,7 @@ func TestHeldSpansBoundTokens(t *testing.T) {
 func TestEndClosureLayout(t *testing.T) {
 	require.NotZero(t, endCode, "this Go lays out a method value's closure otherwise: every span allocates its end function")
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
-	tr, path := newTestTracer(t, WithFlushInterval(10*time.Second))
+	tr, path := newTestTracer(t)
 	ends := make([]func(...Arg), 100)
 	for i := range ends {
 		ends[i] = tr.Span("held", Int("i", i))

@@ -20,10 +20,14 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// newTestTracer makes a tracer writing to a file in the test's temporary
+// directory, with a testClock unless opts give a clock: it passes when
+// the test flushes, and writes every span as an X event unless the test
+// ages them (testClock.ageAll).
 func newTestTracer(t testing.TB, opts ...Option) (*Tracer, string) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "trace.json")
-	tr, err := New(path, opts...)
+	tr, err := New(path, append([]Option{withClock(newTestClock())}, opts...)...)
 	require.NoError(t, err)
 	t.Cleanup(func() { tr.Close() })
 	return tr, path
@@ -111,11 +115,12 @@ func TestTimestampsAreMicrosecondsFromStart(t *testing.T) {
 }
 
 func TestLongSpanIsWrittenBeforeItEnds(t *testing.T) {
-	tr, path := newTestTracer(t, WithFlushInterval(5*time.Millisecond))
+	clk := newTestClock()
+	tr, path := newTestTracer(t, withClock(clk))
 	end := tr.Span("long", Int("k", 1))
 	short := tr.Span("short")
 	short()
-	time.Sleep(30 * time.Millisecond)
+	clk.ageAll() // a flush interval later
 	require.NoError(t, tr.Flush())
 
 	data, err := os.ReadFile(path)
@@ -279,7 +284,7 @@ func TestCloseWhileRecording(t *testing.T) {
 // chunks, with the flusher's interval out of the way: recording must wait
 // for the encoder and the disk, and every event reach the file.
 func TestFullBuffersWaitNotDrop(t *testing.T) {
-	tr, path := newTestTracer(t, WithBufferLimit(chunkBytes), WithFlushInterval(10*time.Second))
+	tr, path := newTestTracer(t, WithBufferLimit(chunkBytes))
 	const n = 200_000
 	for i := 0; i < n; i++ {
 		tr.Instant("flood")

@@ -236,7 +236,7 @@ func TestFilesLoadInBothViewers(t *testing.T) {
 
 	write := func(name string, opts ...Option) {
 		path := filepath.Join(out, name)
-		tr, err := New(path, append(opts, WithFlushInterval(10*time.Second))...)
+		tr, err := New(path, append(opts, withClock(newTestClock()))...)
 		require.NoError(t, err)
 		open := recordEveryKind(tr)
 		require.NoError(t, tr.Flush())

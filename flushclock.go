@@ -1,0 +1,50 @@
+package tracer
+
+import (
+	"math"
+	"time"
+)
+
+// The flusher's clock.
+//
+// Two of the flusher's decisions follow time: it passes every flush
+// interval, and it writes as a B event every span still open that started
+// more than a flush interval before the pass (so that a trace cut by a
+// kill shows what was running). Both come from a flushClock, as zap's
+// entries take their time from a zapcore.Clock: the real one, or a test's,
+// which passes only when told and tells which spans are old, so that a
+// test says "every span open now is old" or "pass now" instead of sleeping
+// past an interval and hoping the machine kept up.
+
+// A flushClock is where the flusher takes its time from.
+type flushClock interface {
+	// ticks returns the channel on which the flusher is told to pass,
+	// every interval, and the function that stops it.
+	ticks(interval time.Duration) (<-chan time.Time, func())
+
+	// oldBefore returns the nanotime before which a span still open at a
+	// pass that takes the events before cut is old enough to be written
+	// as a B event.
+	oldBefore(cut int64, interval time.Duration) int64
+}
+
+// realClock is the flushClock of every tracer but a test's.
+type realClock struct{}
+
+func (realClock) ticks(interval time.Duration) (<-chan time.Time, func()) {
+	t := time.NewTicker(interval)
+	return t.C, t.Stop
+}
+
+func (realClock) oldBefore(cut int64, interval time.Duration) int64 { return cut - int64(interval) }
+
+// never is the oldBefore of a clock for which no span is old.
+const never = math.MinInt64
+
+// withClock makes the flusher take its time from c: for tests.
+func withClock(c flushClock) Option {
+	return optionFunc(func(o *options) error {
+		o.clock = c
+		return nil
+	})
+}
