@@ -37,7 +37,6 @@ type anyDrawn struct {
 // track (X, or B/E), or as async slices, with the spans of the goroutine
 // still nested, a flow from the parent, both importers agreeing.
 func TestSpanHandle(t *testing.T) {
-	long := 30 * time.Millisecond // three flush intervals: its B is written first
 	tests := []struct {
 		name string
 		run  func(t *Tracer)
@@ -86,7 +85,7 @@ func TestSpanHandle(t *testing.T) {
 			defer t.Span("g1")()
 			outer := t.StartSpan("outer")
 			h := t.StartSpan("h")
-			time.Sleep(long)
+			ageAll(t)
 			_ = t.Flush() // both B events are written now
 			outer.End()
 			h.End() // ended with outer already
@@ -148,7 +147,7 @@ func TestSpanHandle(t *testing.T) {
 		run: func(t *Tracer) {
 			defer t.Span("g1")()
 			h := t.StartSpan("h")
-			time.Sleep(long)
+			ageAll(t)
 			_ = t.Flush() // its B is written now
 			t.Span("inner")()
 			h.End()
@@ -159,7 +158,7 @@ func TestSpanHandle(t *testing.T) {
 		run: func(t *Tracer) {
 			defer t.Span("g1")()
 			h := t.StartSpan("h")
-			time.Sleep(long)
+			ageAll(t)
 			_ = t.Flush() // its B is written now
 			onGoroutine(func() { defer t.Span("g2")(); h.End() })
 		},
@@ -169,7 +168,7 @@ func TestSpanHandle(t *testing.T) {
 		run: func(t *Tracer) {
 			defer t.Span("g1")()
 			h := t.StartSpan("h")
-			time.Sleep(long)
+			ageAll(t)
 			_ = t.Flush() // its B is written now
 			end := t.Span("inner")
 			h.End(Int("status", 1))
@@ -182,7 +181,7 @@ func TestSpanHandle(t *testing.T) {
 			defer t.Span("g1")()
 			end := t.Span("outer")
 			h := t.StartSpan("h")
-			time.Sleep(long)
+			ageAll(t)
 			_ = t.Flush() // its B is written now
 			end()
 			h.End()
@@ -195,7 +194,7 @@ func TestSpanHandle(t *testing.T) {
 	for i, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(dir, fmt.Sprintf("any%d.json", i))
-			tr, err := New(path, WithFlushInterval(10*time.Millisecond))
+			tr, err := New(path, withClock(newTestClock()))
 			require.NoError(t, err)
 			tc.run(tr)
 			evs, tracks, ops := closeAndRead(t, tr, path)
@@ -417,11 +416,13 @@ func TestSpanHandleVisibleAfterKill(t *testing.T) {
 // span and SpanHandle is drawn exactly once, nothing is unmatched or
 // forgotten, and both importers load it without a warning.
 func TestSpanHandleRandom(t *testing.T) {
+	dir := t.TempDir()
+	var paths []string
 	for seed := range uint64(6) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 23))
-			path := filepath.Join(t.TempDir(), "random.json")
-			opts := []Option{WithFlushInterval(time.Millisecond)}
+			path := filepath.Join(dir, fmt.Sprintf("random%d.json", seed))
+			opts := []Option{withClock(newTestClock())}
 			if seed%2 == 1 {
 				opts = append(opts, WithLanes()) // goroutines drawn on shared lanes
 			}
@@ -485,7 +486,7 @@ func TestSpanHandleRandom(t *testing.T) {
 						endHandle(i)
 					}
 				default:
-					time.Sleep(2 * time.Millisecond)
+					ageAll(tr) // the spans open now are old: their B events are written
 					require.NoError(t, tr.Flush())
 				}
 			}
@@ -514,9 +515,10 @@ func TestSpanHandleRandom(t *testing.T) {
 			for i := range nHandles {
 				assert.Equal(t, 1, seen[fmt.Sprintf("h%d", i)], "h%d", i)
 			}
-			tracecheck.Import(t, path)
+			paths = append(paths, path)
 		})
 	}
+	importInHeavyRun(t, paths...) // one run of each importer for all
 }
 
 // TestSpanHandleFlightRecorder: a flight recording holds the SpanHandles
@@ -546,7 +548,7 @@ func TestSpanHandleFlightRecorder(t *testing.T) {
 	ops := tracecheck.Async(t, evs)
 	require.Len(t, ops, 1)
 	assert.Equal(t, "moved", ops[0].Begin.Name)
-	tracecheck.Import(t, path)
+	importInHeavyRun(t, path)
 }
 
 // TestSpanHandleRotation: a SpanHandle drawn as an async slice whose "b"
@@ -555,12 +557,12 @@ func TestSpanHandleFlightRecorder(t *testing.T) {
 func TestSpanHandleRotation(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "trace.json")
-	tr, err := New(path, WithMaxFileSize(minFileSize), WithFlushInterval(time.Millisecond))
+	tr, err := New(path, WithMaxFileSize(minFileSize), withClock(newTestClock()))
 	require.NoError(t, err)
 	end := tr.Span("outer")
 	moved := tr.StartSpan("moved", String("k", "v"))
 	end()
-	time.Sleep(3 * time.Millisecond)
+	ageAll(tr)
 	require.NoError(t, tr.Flush()) // its b is in the first file
 	for i := range 2000 {
 		tr.Span("fill", Int("i", i))()
@@ -594,7 +596,7 @@ func TestSpanHandleRotation(t *testing.T) {
 	// The file of the e loads without a warning. (An earlier file holds
 	// the b without its e, which catapult warns of, as it does of an
 	// Async that outlives a file.)
-	tracecheck.Import(t, withEnd[0])
+	importInHeavyRun(t, withEnd[0])
 }
 
 // closeAndRead closes tr, checks that every end matched a span and no span

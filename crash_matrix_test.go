@@ -154,6 +154,7 @@ func parseMatrixReport(line string) (matrixReport, bool) {
 }
 
 func TestCrashMatrix(t *testing.T) {
+	heavy(t)
 	runs := *crashRuns
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("%d runs per format, seed %d", runs, seed)

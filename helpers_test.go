@@ -201,3 +201,38 @@ func (c *testClock) ageAll() { c.old.Store(math.MaxInt64) }
 // pass makes the flusher pass on its own goroutine, as it does every
 // flush interval, and returns once it has begun.
 func (c *testClock) pass() { c.tick <- time.Now() }
+
+// ageAll makes every span open on tr at its next pass old, as a flush
+// interval later, if tr has a testClock.
+func ageAll(tr *Tracer) {
+	if c, ok := tr.opts.clock.(*testClock); ok {
+		c.ageAll()
+	}
+}
+
+// heavyEnv names the environment variable that runs the heavy tests:
+// the crash matrix and a million goroutines or open spans. .ci/run sets
+// it on every run; the README's test command leaves them out.
+const heavyEnv = "TRACER_HEAVY"
+
+// heavy skips a heavy test unless heavyEnv is set.
+func heavy(t testing.TB) {
+	t.Helper()
+	if os.Getenv(heavyEnv) == "" {
+		t.Skipf("a heavy test: %s=1 runs it, as .ci/run does", heavyEnv)
+	}
+}
+
+// importInHeavyRun loads the files with both real importers, as
+// tracecheck.Import does, in the heavy run (heavyEnv) only, and returns
+// their reports, nil in the quick run: there the test's own strict checks
+// stand, and TestFilesLoadInBothViewers and TestSpanHandle load every kind
+// of file the tracer writes in both importers. A run of the importers
+// takes seconds (catapult's starts Chromium).
+func importInHeavyRun(t testing.TB, paths ...string) (perfetto, catapult []tracecheck.Report) {
+	t.Helper()
+	if os.Getenv(heavyEnv) == "" {
+		return nil, nil
+	}
+	return tracecheck.Import(t, paths...)
+}

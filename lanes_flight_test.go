@@ -13,7 +13,7 @@ import (
 // TestLanesInAFlightRecording takes a flight recorder's dump of a server
 // drawn on lanes: every lane it holds events of is named, and nests.
 func TestLanesInAFlightRecording(t *testing.T) {
-	r, err := NewFlightRecorder(FlightRecorderConfig{MaxAge: time.Minute}, WithLanes(), WithFlushInterval(2*time.Millisecond))
+	r, err := NewFlightRecorder(FlightRecorderConfig{MaxAge: time.Minute}, WithLanes(), withClock(newTestClock()))
 	require.NoError(t, err)
 	defer r.Tracer().Close()
 	serveOnLanes(r.Tracer(), 200, 5)

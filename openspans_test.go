@@ -158,6 +158,7 @@ func TestOutOfOrderEnds(t *testing.T) {
 // slow requests. Each case is measured in a process of its own, whose
 // heap no other test has shaped.
 func TestMillionOpenSpans(t *testing.T) {
+	heavy(t)
 	if raceEnabled || testing.Short() {
 		t.Skip("a million goroutines: slow under the race detector")
 	}

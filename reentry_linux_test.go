@@ -157,8 +157,9 @@ func TestReentry(t *testing.T) {
 	for _, shape := range reentryShapes {
 		for _, mode := range []string{"default", "lossless"} {
 			t.Run(shape+"/"+mode, func(t *testing.T) {
+				t.Parallel() // children that mostly wait
 				dir := childtest.Tmpfs(t, size)
-				out, err := childtest.Run(t, "TestReentryChild", 20*time.Second,
+				out, err := childtest.Run(t, "TestReentryChild", 60*time.Second,
 					reentryEnv+"="+shape+","+mode+","+dir,
 					reentryEnv+"_FILL="+strconv.Itoa(size-256<<10))
 				if errors.Is(err, childtest.ErrTimeout) {

@@ -42,7 +42,9 @@ func serveOnLanes(tr *Tracer, requests, inFlight int) int {
 				tr.Instant("cache miss")
 			}
 			if i%50 == 0 {
-				time.Sleep(15 * time.Millisecond) // across flushes: B and E
+				// Across a flush, a flush interval later: B and E.
+				ageAll(tr)
+				tr.Flush()
 			}
 			now.Dec()
 			end()
@@ -59,7 +61,7 @@ func serveOnLanes(tr *Tracer, requests, inFlight int) int {
 // viewers load it without moving a slice to an overflow track.
 func TestLanes(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "lanes.json")
-	tr, err := New(path, WithLanes(), WithFlushInterval(5*time.Millisecond))
+	tr, err := New(path, WithLanes(), withClock(newTestClock()))
 	require.NoError(t, err)
 	const requests, inFlight = 400, 8
 	peak := serveOnLanes(tr, requests, inFlight)
@@ -118,7 +120,10 @@ func TestLanes(t *testing.T) {
 	assert.Equal(t, "GET /users", laneNames[0])
 	t.Logf("%d requests, peak %d in flight, %d lanes: %v", requests, peak, lanes, laneNames)
 
-	perfetto, _ := tracecheck.Import(t, path)
+	perfetto, _ := importInHeavyRun(t, path)
+	if perfetto == nil {
+		return // the quick run: the nesting checked above is what overflow tracks would show
+	}
 	perTid := map[float64]int{}
 	for _, tk := range perfetto[0]["slice_tracks"].([]any) {
 		tk := tk.(map[string]any)
@@ -214,7 +219,7 @@ func (discard) Write(p []byte) (int, error) { return len(p), nil }
 func TestLanesInEveryFile(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "lanes.json")
-	tr, err := New(path, WithLanes(), WithMaxFileSize(64<<10), WithFlushInterval(2*time.Millisecond))
+	tr, err := New(path, WithLanes(), WithMaxFileSize(16<<10), withClock(newTestClock()))
 	require.NoError(t, err)
 	serveOnLanes(tr, 600, 6)
 	require.NoError(t, tr.Close())

@@ -368,7 +368,7 @@ func TestGzipMembersKeepOffPageBoundaries(t *testing.T) {
 	cut := bytes.Index(data, paddedHeader[:])/pageSize*pageSize + pageSize
 	crashed := filepath.Join(t.TempDir(), "crashed.json.gz")
 	require.NoError(t, os.WriteFile(crashed, data[:cut], 0o644))
-	perfetto, _ := tracecheck.Load(t, crashed)
+	perfetto := tracecheck.LoadPerfetto(t, crashed)
 	require.Equal(t, true, perfetto[0]["ok"], "%v", perfetto[0]["error"])
 	var events int
 	for _, m := range gunzipMembers(t, data[:cut]) {

@@ -286,7 +286,7 @@ func TestHeldSpansBoundTokens(t *testing.T) {
 			for i := range ends {
 				ends[i] = tr.Span("worker")
 			}
-			for range 250_000 {
+			for range 100_000 { // 25 laps of a block
 				tr.Span("job")()
 			}
 			got := len(*(*tr.chains.Load())[0].blocks.Load())
@@ -315,7 +315,7 @@ func TestHeldSpansBoundTokens(t *testing.T) {
 				}
 			}()
 		}
-		for i := range 500_000 {
+		for i := range 200_000 {
 			jobs <- i
 		}
 		close(jobs)
@@ -351,7 +351,7 @@ func TestHeldSpansBoundTokens(t *testing.T) {
 		}
 		var open []func()
 		peak := 0
-		for range 400 {
+		for range 150 {
 			// A burst that holds some spans, ends some of those held at
 			// random, and runs short ones between.
 			for range rng.IntN(64) {
@@ -364,7 +364,7 @@ func TestHeldSpansBoundTokens(t *testing.T) {
 				open[i] = open[len(open)-1]
 				open = open[:len(open)-1]
 			}
-			for range rng.IntN(4 * reuseAfter) {
+			for range rng.IntN(2 * reuseAfter) {
 				tr.Span("short")()
 			}
 			require.LessOrEqual(t, len(*l.blocks.Load()), maxTokens(peak)/tokenBlockSize,

@@ -68,6 +68,7 @@ func memoryCeiling(procs, bufferLimit int) uint64 {
 // memoryCeiling throughout, nothing may be written twice, and after Close
 // the goroutines and the memory must be gone.
 func TestMillionGoroutines(t *testing.T) {
+	heavy(t)
 	n := 1_000_000
 	if raceEnabled || testing.Short() {
 		n = 100_000

@@ -331,6 +331,7 @@ func TestFilesLoadInBothViewers(t *testing.T) {
 // (see objectHead); a closed plain file sets the unit it draws them right
 // in.
 func TestSubMicrosecondSiblingsAreFlat(t *testing.T) {
+	heavy(t) // two runs of the importers for one file
 	dir := importersDir(t)
 	if raceEnabled {
 		t.Skip("spans take microseconds under the race detector")

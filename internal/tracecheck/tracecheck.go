@@ -295,28 +295,39 @@ func Import(t testing.TB, paths ...string) (perfetto, catapult []Report) {
 // are not set up.
 func Load(t testing.TB, paths ...string) (perfetto, catapult []Report) {
 	t.Helper()
+	return run(t, "perfetto-check", paths), run(t, "catapult-check", paths)
+}
+
+// LoadPerfetto is Load with Perfetto's importer alone, which takes a
+// fraction of a second where catapult's starts Chromium.
+func LoadPerfetto(t testing.TB, paths ...string) []Report {
+	t.Helper()
+	return run(t, "perfetto-check", paths)
+}
+
+// run runs one importer's command on paths and returns its reports. It
+// skips the test when the importers are not set up.
+func run(t testing.TB, tool string, paths []string) []Report {
+	t.Helper()
 	dir := importers()
 	if dir == "" {
 		t.Skip("the real importers are not set up: run /work/shared/importers/setup (or set TRACER_IMPORTERS to its directory)")
 	}
-	run := func(tool string) []Report {
-		args := append([]string{"--brief"}, paths...)
-		out, err := exec.Command(filepath.Join(dir, tool), args...).Output()
-		var exit *exec.ExitError
-		if errors.As(err, &exit) && exit.ExitCode() == 1 {
-			err = nil // a file failed to load: its report says why
-		}
-		require.NoError(t, err, "%s failed: %s", tool, out)
-		if len(paths) == 1 {
-			var r Report
-			require.NoError(t, json.Unmarshal(out, &r))
-			return []Report{r}
-		}
-		var reps []Report
-		require.NoError(t, json.Unmarshal(out, &reps))
-		return reps
+	args := append([]string{"--brief"}, paths...)
+	out, err := exec.Command(filepath.Join(dir, tool), args...).Output()
+	var exit *exec.ExitError
+	if errors.As(err, &exit) && exit.ExitCode() == 1 {
+		err = nil // a file failed to load: its report says why
 	}
-	return run("perfetto-check"), run("catapult-check")
+	require.NoError(t, err, "%s failed: %s", tool, out)
+	if len(paths) == 1 {
+		var r Report
+		require.NoError(t, json.Unmarshal(out, &r))
+		return []Report{r}
+	}
+	var reps []Report
+	require.NoError(t, json.Unmarshal(out, &reps))
+	return reps
 }
 
 // Totals returns a report's "totals" object.
