@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/json"
 	"fmt"
@@ -70,15 +71,23 @@ func runMerge(args []string, stdout, stderr io.Writer) error {
 	if !*quiet {
 		report = stderr
 	}
-	files, base, err := planMerge(fs.Args(), offs)
+	files, base, err := planMerge(fs.Args(), offs, *quiet, report)
+	for _, f := range files {
+		defer f.in.Close()
+	}
 	if err != nil {
 		return err
+	}
+	if !*force {
+		if err := sameContent(files); err != nil {
+			return err
+		}
 	}
 	o, err := createOutput(*out, isGzipName(*out), stdout)
 	if err != nil {
 		return err
 	}
-	m := &merger{out: o, base: base, report: report, quiet: *quiet, used: map[int64]string{}, named: map[int64]bool{}, assigned: map[string]int64{}, next: remapBase, open: map[string][]openB{}}
+	m := &merger{out: o, base: base, report: report, used: map[int64]string{}, named: map[int64]bool{}, assigned: map[string]int64{}, next: remapBase, open: map[string][]openB{}}
 	for _, f := range files {
 		if err := m.merge(f); err != nil {
 			o.Abort()
@@ -103,6 +112,7 @@ func runMerge(args []string, stdout, stderr io.Writer) error {
 // A mergeFile is one input of a merge.
 type mergeFile struct {
 	path      string
+	in        *input // opened by planMerge, read once
 	group     string // files of one process (a rotated set) share it
 	pid       int64  // the pid the anchor is for
 	anchor    int64  // ts0_unix_ns
@@ -113,21 +123,37 @@ type mergeFile struct {
 
 var rotated = regexp.MustCompile(`\.(\d{6})\.[^/]*$`)
 
-// planMerge reads the start of each file for its anchor and returns the
-// files in the order to merge them, the files of a rotated set together,
-// oldest first, and the anchor that becomes ts 0.
-func planMerge(paths []string, offs offsets) ([]*mergeFile, int64, error) {
+// planMerge opens every file and reads its start for its anchor, and
+// returns the files in the order to merge them, the files of a rotated
+// set together, oldest first, and the anchor that becomes ts 0. Each
+// file is read once: its start is read again from memory when it is
+// merged, so a pipe or a FIFO is merged as a file is. The files it
+// returns are open, also with an error.
+func planMerge(paths []string, offs offsets, quiet bool, report io.Writer) ([]*mergeFile, int64, error) {
 	var files []*mergeFile
 	firstOfGroup := map[string]int{}
 	base, anchored := int64(0), false
 	for i, path := range paths {
 		f := &mergeFile{path: path, seq: math.MaxInt, group: "file " + strconv.Itoa(i)}
+		in, err := openInput(path, quiet, func(p tracefile.Problem) {
+			switch p.Kind {
+			case tracefile.KindSyntax, tracefile.KindTorn, tracefile.KindGzip:
+				fmt.Fprintf(report, "%s:%d: skipped: %s\n", f.path, p.Line, p.Msg)
+			}
+		})
+		if err != nil {
+			return files, 0, err
+		}
+		f.in = in
+		files = append(files, f)
 		if m := rotated.FindStringSubmatch(filepath.Base(path)); m != nil {
 			f.seq, _ = strconv.Atoi(m[1])
 		}
-		if err := readAnchor(f); err != nil {
-			return nil, 0, err
+		a, err := in.src.Anchor()
+		if err != nil {
+			return files, 0, fmt.Errorf("%s: %w", path, err)
 		}
+		f.pid, f.anchor, f.hasAnchor = a.Pid, a.UnixNS, a.OK
 		if f.hasAnchor {
 			// The files of one tracer, rotated, share its pid and anchor.
 			f.group = fmt.Sprintf("pid %d at %d", f.pid, f.anchor)
@@ -138,7 +164,6 @@ func planMerge(paths []string, offs offsets) ([]*mergeFile, int64, error) {
 		if _, ok := firstOfGroup[f.group]; !ok {
 			firstOfGroup[f.group] = i
 		}
-		files = append(files, f)
 	}
 	for _, f := range files {
 		if f.hasAnchor {
@@ -152,11 +177,21 @@ func planMerge(paths []string, offs offsets) ([]*mergeFile, int64, error) {
 	return files, base, nil
 }
 
-// readAnchor reads the first events of f for its anchor.
-func readAnchor(f *mergeFile) error {
-	a, err := tracefile.ReadAnchor(f.path)
-	f.pid, f.anchor, f.hasAnchor = a.Pid, a.UnixNS, a.OK
-	return err
+// sameContent returns an error naming two files that hold the same
+// events, a copy of one file under another name: the same size (or
+// neither a regular file) and the same first 256 KiB, which, for a
+// trace, are its process's header, anchor and first events.
+func sameContent(files []*mergeFile) error {
+	for i, f := range files {
+		head, _ := f.in.src.Head()
+		for _, g := range files[:i] {
+			other, _ := g.in.src.Head()
+			if len(head) > 0 && f.in.src.Size == g.in.src.Size && f.in.src.Regular == g.in.src.Regular && bytes.Equal(head, other) {
+				return fmt.Errorf("%s and %s hold the same events (a copy): they would be in the merge twice (-f merges them anyway)", g.path, f.path)
+			}
+		}
+	}
+	return nil
 }
 
 // An openB is a B event without its E yet, in a merge.
@@ -170,7 +205,6 @@ type merger struct {
 	out    *output
 	base   int64
 	report io.Writer
-	quiet  bool
 
 	used     map[int64]string // output pid -> the group using it
 	named    map[int64]bool   // output pids whose process_name is written
@@ -209,18 +243,6 @@ func applyEdits(b, raw []byte, edits []edit) []byte {
 
 // merge writes the events of f.
 func (m *merger) merge(f *mergeFile) error {
-	var skipped int
-	in, err := openInput(f.path, m.quiet, func(p tracefile.Problem) {
-		switch p.Kind {
-		case tracefile.KindSyntax, tracefile.KindTorn, tracefile.KindGzip:
-			skipped++
-			fmt.Fprintf(m.report, "%s:%d: skipped: %s\n", f.path, p.Line, p.Msg)
-		}
-	})
-	if err != nil {
-		return err
-	}
-	defer in.Close()
 	m.carried = map[string][]openB{}
 	for k, v := range m.open {
 		if strings.HasPrefix(k, f.group+"\x00") {
@@ -228,7 +250,7 @@ func (m *merger) merge(f *mergeFile) error {
 		}
 	}
 	pids := map[int64]int64{} // this file's pids -> output pids
-	err = in.each(func(ev *tracefile.Event) error {
+	err := f.in.each(func(ev *tracefile.Event) error {
 		m.event(f, ev, pids)
 		return m.out.err
 	})

@@ -185,3 +185,20 @@ func TestMergeOffset(t *testing.T) {
 	p := find(t, merged, "M", "process_name")
 	assert.Equal(t, "pid 7 of b.json", p["args"].(map[string]any)["name"])
 }
+
+// TestMergeRefusesCopy: a byte-identical copy of a file, under another
+// name, is the same events twice; -f merges it anyway.
+func TestMergeRefusesCopy(t *testing.T) {
+	dir := t.TempDir()
+	a := generate(t, filepath.Join(dir, "a.json"), 300<<10)
+	data, err := os.ReadFile(a)
+	require.NoError(t, err)
+	b := writeFile(t, dir, "copy.json", string(data))
+	out := filepath.Join(dir, "out.json")
+	code, _, stderr := runCmd("merge", "-o", out, a, b)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, "hold the same events (a copy)")
+	assert.NoFileExists(t, out)
+	code, _, stderr = runCmd("merge", "-f", "-o", out, a, b)
+	assert.Equal(t, 0, code, stderr)
+}

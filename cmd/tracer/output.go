@@ -3,11 +3,13 @@ package main
 import (
 	"bufio"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/gotracer/tracer/internal/filelock"
 	"github.com/klauspost/compress/gzip"
 )
 
@@ -17,9 +19,12 @@ import (
 // chrome://tracing needs (it reads only the first). It is written to a
 // temporary file next to its destination and renamed over it by Close, so
 // that a failure never leaves a half-written file, and the destination
-// may be one of the inputs.
+// may be one of the inputs. A destination a running tracer writes (it
+// holds the file's lock) is refused; another is locked until it is
+// replaced, so that no tracer starts writing it meanwhile.
 type output struct {
 	path   string // "" for standard output
+	lock   *os.File
 	tmp    *os.File
 	bw     *bufio.Writer
 	zw     *gzip.Writer
@@ -37,11 +42,18 @@ func createOutput(path string, gz bool, stdout io.Writer) (*output, error) {
 		if target, err := filepath.EvalSymlinks(path); err == nil {
 			path = target // replace the file a symlink names, not the symlink
 		}
-		tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+		lock, err := lockDestination(path)
 		if err != nil {
 			return nil, err
 		}
-		o.path, o.tmp, dst = path, tmp, tmp
+		tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+		if err != nil {
+			if lock != nil {
+				lock.Close()
+			}
+			return nil, err
+		}
+		o.path, o.lock, o.tmp, dst = path, lock, tmp, tmp
 	}
 	o.bw = bufio.NewWriterSize(dst, 1<<20)
 	o.w = o.bw
@@ -51,6 +63,31 @@ func createOutput(path string, gz bool, stdout io.Writer) (*output, error) {
 	}
 	o.write([]byte("[\n"))
 	return o, nil
+}
+
+// lockDestination takes the lock of the regular file at path, if there is
+// one, and returns it open (closing it releases the lock); an error if a
+// running tracer holds it.
+func lockDestination(path string) (*os.File, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		f.Close()
+		return nil, err
+	}
+	if err := filelock.Lock(f); err != nil {
+		f.Close()
+		if errors.Is(err, filelock.ErrHeld) {
+			return nil, fmt.Errorf("%s: %w: left as it is (write elsewhere, or once the program has stopped)", path, err)
+		}
+		return nil, err
+	}
+	return f, nil
 }
 
 // isGzipName reports whether path names a gzip file.
@@ -99,7 +136,16 @@ func (o *output) Close() error {
 	if err != nil {
 		os.Remove(o.tmp.Name())
 	}
+	o.unlock()
 	return err
+}
+
+// unlock releases the destination's lock.
+func (o *output) unlock() {
+	if o.lock != nil {
+		o.lock.Close()
+		o.lock = nil
+	}
 }
 
 // Abort gives up the output: the destination is left as it was.
@@ -108,4 +154,5 @@ func (o *output) Abort() {
 		o.tmp.Close()
 		os.Remove(o.tmp.Name())
 	}
+	o.unlock()
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -135,7 +136,16 @@ func runStats(args []string, stdout, stderr io.Writer) error {
 // sorted by total time and tracks by busy time.
 func computeStats(path string, quiet bool) (*Stats, error) {
 	problems := 0
-	in, err := openInput(path, quiet, func(tracefile.Problem) { problems++ })
+	read := path // what is read: path, or its spooled copy
+	if st, err := os.Stat(path); path == "-" || err == nil && !st.Mode().IsRegular() {
+		// A track Perfetto nests in ways a stream cannot follow is read
+		// again (see statsAgain): a pipe is read once, into a file.
+		if read, err = spool(path); err != nil {
+			return nil, err
+		}
+		defer os.Remove(read)
+	}
+	in, err := openInput(read, quiet, func(tracefile.Problem) { problems++ })
 	if err != nil {
 		return nil, err
 	}
@@ -154,7 +164,7 @@ func computeStats(path string, quiet bool) (*Stats, error) {
 		// before it, and nests slices in the X events it moved to
 		// overflow tracks: read the file again, replaying those tracks
 		// as it does (see internal/trace/exact.go).
-		if again, n, o, err := statsAgain(path, exact); err != nil {
+		if again, n, o, err := statsAgain(read, exact); err != nil {
 			if deepTracks != nil {
 				deep = fmt.Sprintf("slices are nested deeper than the 512 levels Perfetto keeps, and counted here, where Perfetto drops them (the file could not be read again: %v)", err)
 			}
@@ -227,6 +237,30 @@ func computeStats(path string, quiet bool) (*Stats, error) {
 // replayAll makes stats replay every track as Perfetto does, as it does
 // those nested too deep (for tests).
 var replayAll = false
+
+// spool copies the input at path (a pipe, a FIFO, "-" for standard
+// input) to a temporary file and returns its name.
+func spool(path string) (string, error) {
+	src := os.Stdin
+	if path != "-" {
+		f, err := os.Open(path)
+		if err != nil {
+			return "", err
+		}
+		defer f.Close()
+		src = f
+	}
+	tmp, err := os.CreateTemp("", "tracer-stats-*")
+	if err != nil {
+		return "", err
+	}
+	_, err = io.Copy(tmp, src)
+	if err = errors.Join(err, tmp.Close()); err != nil {
+		os.Remove(tmp.Name())
+		return "", fmt.Errorf("%s: %w", path, err)
+	}
+	return tmp.Name(), nil
+}
 
 // statsAgain reads the file at path a second time, its tracks in exact
 // replayed as Perfetto does, and returns the Analyzer, their ends done,

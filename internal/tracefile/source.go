@@ -2,6 +2,7 @@ package tracefile
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -11,10 +12,14 @@ import (
 )
 
 // A Source is an opened trace file: plain or gzip, which it tells apart
-// by the gzip magic number, not by the name.
+// by the gzip magic number, not by the name. It reads its file once, from
+// the start: a pipe, a FIFO or standard input ("-") is read as a regular
+// file is.
 type Source struct {
-	Size int64 // bytes in the file, compressed or not
+	Size int64 // bytes in the file, compressed or not; 0 if not a regular file
 	Gzip bool
+	// Regular is set for a regular file, which can be opened again.
+	Regular bool
 
 	// For a gzip file, once it has been read to the end: Members counts
 	// the members that hold data (padding members, which carry no data,
@@ -25,37 +30,49 @@ type Source struct {
 	GzipErr error
 
 	f       *os.File
+	stdin   bool  // f is standard input: not closed
 	counted int64 // bytes read from f
 	r       io.Reader
 	zr      *gzip.Reader
 	br      *bufio.Reader
-	member  int64 // uncompressed bytes of the current member
+	member  int64  // uncompressed bytes of the current member
+	head    []byte // the start of the contents, read by Head, read again by Reader
 }
 
-// Open opens the trace at path.
+// Open opens the trace at path, or standard input for "-".
 func Open(path string) (*Source, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
+	f, stdin := os.Stdin, true
+	if path != "-" {
+		var err error
+		if f, err = os.Open(path); err != nil {
+			return nil, err
+		}
+		stdin = false
 	}
 	st, err := f.Stat()
 	if err != nil {
-		f.Close()
+		if !stdin {
+			f.Close()
+		}
 		return nil, err
 	}
 	if st.IsDir() {
 		f.Close()
 		return nil, fmt.Errorf("%s is a directory", path)
 	}
-	s := &Source{Size: st.Size(), f: f}
-	var magic [2]byte
-	if n, _ := f.ReadAt(magic[:], 0); n == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
+	s := &Source{f: f, stdin: stdin, Regular: st.Mode().IsRegular()}
+	if s.Regular {
+		s.Size = st.Size()
+	}
+	// The gzip reader reads byte by byte: buffer it. The plain reader
+	// reads in large blocks, which bufio passes through once the bytes
+	// that told the format apart are taken.
+	s.br = bufio.NewReaderSize(countingReader{s}, 1<<20)
+	if magic, _ := s.br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
 		s.Gzip = true
-		// The gzip reader reads byte by byte: buffer it.
-		s.br = bufio.NewReaderSize(countingReader{s}, 1<<20)
 		zr, err := gzip.NewReader(s.br)
 		if err != nil {
-			f.Close()
+			s.Close()
 			return nil, fmt.Errorf("%s: not a readable gzip file: %w", path, err)
 		}
 		// Member by member, to count them and to tell a cut member from
@@ -64,19 +81,30 @@ func Open(path string) (*Source, error) {
 		s.zr = zr
 		s.r = s
 	} else {
-		s.r = countingReader{s} // the Reader reads in large blocks already
+		s.r = s.br
 	}
 	return s, nil
 }
 
-// Reader returns the uncompressed contents.
-func (s *Source) Reader() io.Reader { return s.r }
+// Reader returns the uncompressed contents, from the start (the head
+// read by Head included).
+func (s *Source) Reader() io.Reader {
+	if s.head != nil {
+		return io.MultiReader(bytes.NewReader(s.head), s.r)
+	}
+	return s.r
+}
 
 // Done returns how many bytes of the file have been read.
 func (s *Source) Done() int64 { return s.counted }
 
-// Close closes the file.
-func (s *Source) Close() error { return s.f.Close() }
+// Close closes the file (not standard input).
+func (s *Source) Close() error {
+	if s.stdin {
+		return nil
+	}
+	return s.f.Close()
+}
 
 // Read reads the uncompressed data of the members one after the other.
 // A damaged or cut member ends the data, as if the file ended there,

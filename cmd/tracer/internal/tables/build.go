@@ -18,31 +18,46 @@ import (
 type Group struct {
 	Files  []string
 	Offset int64 // nanoseconds added to its timestamps
+
+	srcs []*tracefile.Source // the files, open, their heads read
 }
 
 var rotated = regexp.MustCompile(`\.(\d{6})\.[^/]*$`)
 
-// Plan reads the start of each file for its wall-clock anchor (see
-// tracefile.ReadAnchor) and returns the groups to read, in the order of
-// their first file, each shifted so that every anchored process lines up
-// on the clock of the earliest, as "tracer merge" does.
-func Plan(paths []string) ([]Group, error) {
+// Plan opens each file and reads its start for its wall-clock anchor
+// (see tracefile.Source.Anchor) and returns the groups to read, in the
+// order of their first file, each shifted so that every anchored process
+// lines up on the clock of the earliest, as "tracer merge" does. Each
+// file is read once: a pipe or a FIFO is read as a file is. The files
+// stay open until close is called, also after an error.
+func Plan(paths []string) (groups []Group, close func(), err error) {
 	type file struct {
 		path  string
+		src   *tracefile.Source
 		seq   int
 		group int
 	}
 	var files []file
-	var groups []Group
 	var anchors []tracefile.Anchor
+	var opened []*tracefile.Source
+	close = func() {
+		for _, s := range opened {
+			s.Close()
+		}
+	}
 	byAnchor := map[tracefile.Anchor]int{}
 	base, anchored := int64(0), false
 	for _, path := range paths {
-		a, err := tracefile.ReadAnchor(path)
+		src, err := tracefile.Open(path)
 		if err != nil {
-			return nil, err
+			return nil, close, err
 		}
-		f := file{path: path, seq: math.MaxInt, group: len(groups)}
+		opened = append(opened, src)
+		a, err := src.Anchor()
+		if err != nil {
+			return nil, close, fmt.Errorf("%s: %w", path, err)
+		}
+		f := file{path: path, src: src, seq: math.MaxInt, group: len(groups)}
 		if m := rotated.FindStringSubmatch(filepath.Base(path)); m != nil {
 			f.seq, _ = strconv.Atoi(m[1])
 		}
@@ -61,13 +76,14 @@ func Plan(paths []string) ([]Group, error) {
 	slices.SortStableFunc(files, func(a, b file) int { return cmp.Compare(a.seq, b.seq) })
 	for _, f := range files {
 		groups[f.group].Files = append(groups[f.group].Files, f.path)
+		groups[f.group].srcs = append(groups[f.group].srcs, f.src)
 	}
 	for i, a := range anchors {
 		if a.OK {
 			groups[i].Offset = a.UnixNS - base
 		}
 	}
-	return groups, nil
+	return groups, close, nil
 }
 
 // Build reads the files at paths, group by group (see Plan), and hands
@@ -75,7 +91,8 @@ func Plan(paths []string) ([]Group, error) {
 // calls begin, if not nil, with the group's number from 0, for a Sink
 // that partitions its output by process.
 func (b *Builder) Build(paths []string, begin func(group int) error) error {
-	groups, err := Plan(paths)
+	groups, closeFiles, err := Plan(paths)
+	defer closeFiles()
 	if err != nil {
 		return err
 	}
@@ -90,7 +107,7 @@ func (b *Builder) Build(paths []string, begin func(group int) error) error {
 			if j > 0 {
 				b.nextFile()
 			}
-			if err := b.readFile(path); err != nil {
+			if err := b.readFile(path, g.srcs[j]); err != nil {
 				return err
 			}
 		}
@@ -102,15 +119,11 @@ func (b *Builder) Build(paths []string, begin func(group int) error) error {
 	return b.Close()
 }
 
-// readFile adds the events of the file at path. Damage the viewers
-// tolerate (a torn last line, a cut gzip member) ends the events read;
-// events that are not valid JSON are skipped, as the viewers skip them.
-func (b *Builder) readFile(path string) error {
-	src, err := tracefile.Open(path)
-	if err != nil {
-		return err
-	}
-	defer src.Close()
+// readFile adds the events of the file at path, open as src. Damage the
+// viewers tolerate (a torn last line, a cut gzip member) ends the events
+// read; events that are not valid JSON are skipped, as the viewers skip
+// them.
+func (b *Builder) readFile(path string, src *tracefile.Source) error {
 	r := tracefile.NewReader(src.Reader())
 	read, err := b.read.each(r, b.Add)
 	if read && err == io.EOF {
