@@ -15,7 +15,7 @@ import (
 
 // An output is a trace being written: "[", events one per line separated
 // by commas, and "]", so that it is strict JSON and still one event per
-// line. A name ending in ".gz" is gzipped as one member, which
+// line; or, once members are set, {"traceEvents":[...], members}. A name ending in ".gz" is gzipped as one member, which
 // chrome://tracing needs (it reads only the first). It is written to a
 // temporary file next to its destination and renamed over it by Close, so
 // that a failure never leaves a half-written file, and the destination
@@ -31,6 +31,12 @@ type output struct {
 	w      io.Writer
 	events int64
 	err    error
+
+	started bool
+	// members are the top-level members to write after the events, as
+	// JSON text, each with its comma: the output is then an object.
+	members []byte
+	obj     bool
 }
 
 // createOutput starts writing a trace to path, or to stdout if path is
@@ -61,8 +67,33 @@ func createOutput(path string, gz bool, stdout io.Writer) (*output, error) {
 		o.zw, _ = gzip.NewWriterLevel(o.bw, gzip.BestSpeed) // the level is valid
 		o.w = o.zw
 	}
-	o.write([]byte("[\n"))
 	return o, nil
+}
+
+// object makes the output the object {"traceEvents":[...]}, with the
+// members added by member. Call it before the first event.
+func (o *output) object() { o.obj = true }
+
+// member adds a top-level member, its name and value as JSON text, to be
+// written after the events of an object output.
+func (o *output) member(key, value []byte) {
+	o.members = append(o.members, ",\n\""...)
+	o.members = append(o.members, key...)
+	o.members = append(o.members, "\":"...)
+	o.members = append(o.members, value...)
+}
+
+// start writes the head of the trace, once.
+func (o *output) start() {
+	if o.started {
+		return
+	}
+	o.started = true
+	if o.obj {
+		o.write([]byte("{\"traceEvents\":[\n"))
+	} else {
+		o.write([]byte("[\n"))
+	}
 }
 
 // lockDestination takes the lock of the regular file at path, if there is
@@ -101,6 +132,7 @@ func (o *output) write(b []byte) {
 
 // event writes one event, the JSON text of an object.
 func (o *output) event(raw []byte) {
+	o.start()
 	if o.events > 0 {
 		o.write([]byte(",\n"))
 	}
@@ -111,7 +143,14 @@ func (o *output) event(raw []byte) {
 // Close ends the array and, for a file, replaces the destination with
 // what was written, keeping the mode of the file it replaces.
 func (o *output) Close() error {
-	o.write([]byte("\n]\n"))
+	o.start()
+	if o.obj {
+		o.write([]byte("\n]"))
+		o.write(o.members)
+		o.write([]byte("}\n"))
+	} else {
+		o.write([]byte("\n]\n"))
+	}
 	if o.zw != nil && o.err == nil {
 		o.err = o.zw.Close()
 	}

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/gotracer/tracer/cmd/tracer/internal/trace"
@@ -95,8 +97,16 @@ func repair(path, dst string, closeOpen, inPlace, quiet bool, stdout, report io.
 	if err != nil {
 		return err
 	}
+	// The members of the object form beside the events (Chromium's
+	// systemTraceEvents, which Perfetto and chrome://tracing both read,
+	// its metadata) are kept: the output is then an object too.
+	r := in.reader()
+	r.OnMember = o.member
 	a := trace.NewAnalyzer()
 	err = in.each(func(ev *tracefile.Event) error {
+		if !o.started && r.Object() {
+			o.object()
+		}
 		a.Add(ev)
 		raw := ev.Raw
 		if ev.BadUTF8 >= 0 {
@@ -117,15 +127,33 @@ func repair(path, dst string, closeOpen, inPlace, quiet bool, stdout, report io.
 		o.Abort()
 		return fmt.Errorf("%s: %s: left as it is", path, notJSON)
 	}
-	if inPlace && problems == 0 && (!closeOpen || len(a.Open())+len(a.OpenAsyncs()) == 0) {
+	if r.Object() && !o.started {
+		o.object()
+	}
+	crashed := in.crashed()
+	if inPlace && problems == 0 && !crashed && (!closeOpen || len(a.Open())+len(a.OpenAsyncs()) == 0) {
 		o.Abort() // the file is left byte for byte as it was
 		fmt.Fprintf(report, "%s: nothing to repair; left as it is\n", path)
 		return nil
 	}
 	closed := 0
+	lastEnd := a.MaxTS
 	if closeOpen {
+		// Innermost first on each track: an E ends the innermost B, and
+		// one that ends an outer B comes no earlier.
+		var track string
+		end := a.MaxTS
 		for _, s := range a.Open() {
-			o.event(endEvent(s, a.MaxTS))
+			if k := string(s.Pid.Raw) + "\x00" + string(s.Tid.Raw); k != track {
+				track, end = k, a.MaxTS
+			}
+			if end <= s.TS {
+				// Perfetto sorts an E before a B of its ts, and the B
+				// would stay open: end it at the next time it tells apart.
+				end = perfettoAfter(s.TS)
+			}
+			o.event(endEvent(s, end))
+			lastEnd = max(lastEnd, end)
 			closed++
 		}
 		for _, s := range a.OpenAsyncs() {
@@ -137,6 +165,9 @@ func repair(path, dst string, closeOpen, inPlace, quiet bool, stdout, report io.
 		return err
 	}
 	var did []string
+	if crashed && !in.src.Cut && dropped == 0 {
+		did = append(did, "closed the array a crash left open")
+	}
 	if dropped > 0 {
 		did = append(did, fmt.Sprintf("dropped %d broken events", dropped))
 	}
@@ -147,7 +178,11 @@ func repair(path, dst string, closeOpen, inPlace, quiet bool, stdout, report io.
 		did = append(did, fmt.Sprintf("replaced invalid UTF-8 in %d events", fixed))
 	}
 	if closed > 0 {
-		did = append(did, fmt.Sprintf("closed %d open spans at ts %s", closed, tracefile.AppendMicros(nil, a.MaxTS)))
+		at := fmt.Sprintf("at ts %s", tracefile.AppendMicros(nil, a.MaxTS))
+		if lastEnd != a.MaxTS {
+			at += fmt.Sprintf(" (those that begin there just after it, by ts %s)", tracefile.AppendMicros(nil, lastEnd))
+		}
+		did = append(did, fmt.Sprintf("closed %d open spans %s", closed, at))
 	} else if open := len(a.Open()) + len(a.OpenAsyncs()); open > 0 {
 		did = append(did, fmt.Sprintf("left %d spans open (-close-open ends them)", open))
 	}
@@ -159,6 +194,26 @@ func repair(path, dst string, closeOpen, inPlace, quiet bool, stdout, report io.
 	}
 	fmt.Fprintf(report, "%s: %s; wrote %d events to %s\n", path, strings.Join(did, ", "), o.events, dst)
 	return nil
+}
+
+// perfettoAfter returns the first time after ts, in nanoseconds, that
+// Perfetto reads as later than ts once both are written as microseconds:
+// it takes ts*1000 as a double, so past 2^53 ns (104 days) the next
+// distinct time is more than a nanosecond away.
+func perfettoAfter(ts int64) int64 {
+	at := perfettoNS(ts)
+	for step := int64(1); ; step *= 2 {
+		if next := ts + step; perfettoNS(next) > at {
+			return next
+		}
+	}
+}
+
+// perfettoNS returns the nanoseconds Perfetto reads from ts written as
+// microseconds (tracefile.AppendMicros): llround(µs * 1000).
+func perfettoNS(ts int64) int64 {
+	us, _ := strconv.ParseFloat(string(tracefile.AppendMicros(nil, ts)), 64)
+	return int64(math.Round(us * 1000))
 }
 
 // asyncEndEvent returns the e event that ends the open async slice s at

@@ -31,18 +31,14 @@ func strictEvents(t *testing.T, path string) []map[string]any {
 		data, err = io.ReadAll(zr)
 		require.NoError(t, err)
 	}
-	// A cleanly closed plain file is the object form (issue 10 item 11);
-	// anything else, and everything this command writes, is an array.
+	// A cleanly closed plain file is the object form, and so is what
+	// repair writes of one, with the members beside the events.
 	if trimmed := bytes.TrimSpace(data); len(trimmed) > 0 && trimmed[0] == '{' {
-		var obj struct {
-			DisplayTimeUnit string           `json:"displayTimeUnit"`
-			TraceEvents     []map[string]any `json:"traceEvents"`
-		}
-		dec := json.NewDecoder(bytes.NewReader(data))
-		dec.DisallowUnknownFields()
-		require.NoError(t, dec.Decode(&obj), "must be strict JSON")
-		require.Equal(t, "ns", obj.DisplayTimeUnit)
-		return obj.TraceEvents
+		var obj map[string]json.RawMessage
+		require.NoError(t, json.Unmarshal(data, &obj), "must be strict JSON")
+		var evs []map[string]any
+		require.NoError(t, json.Unmarshal(obj["traceEvents"], &evs), "must hold traceEvents")
+		return evs
 	}
 	var evs []map[string]any
 	require.NoError(t, json.Unmarshal(data, &evs), "must be strict JSON")
@@ -288,6 +284,82 @@ func TestRepairCorpusKeepsPerfettoSlices(t *testing.T) {
 			require.Equal(t, 0, code, stderr)
 			strictEvents(t, out)
 			assert.Equal(t, tracecheck.Query(t, in, q), tracecheck.Query(t, out, q))
+		})
+	}
+}
+
+// TestRepairInPlaceCrashed: a file cut by SIGKILL ends on an event
+// boundary with its array open, which repair -i closes (the README's
+// use), rather than calling it nothing to repair.
+func TestRepairInPlaceCrashed(t *testing.T) {
+	path := crashed(t, filepath.Join(t.TempDir(), "killed.json"))
+	before, err := os.ReadFile(path)
+	require.NoError(t, err)
+	code, _, stderr := runCmd("repair", "-i", path)
+	require.Equal(t, 0, code, stderr)
+	assert.NotContains(t, stderr, "nothing to repair")
+	assert.Contains(t, stderr, "closed the array a crash left open")
+	evs := strictEvents(t, path)
+	// Every event of the cut file is kept: the repair only closes it.
+	want := strictEvents(t, writeFile(t, t.TempDir(), "terminated.json", string(terminated(before))))
+	assert.Equal(t, want, evs)
+}
+
+// terminated returns a trace cut on an event boundary closed as the
+// viewers close it.
+func terminated(data []byte) []byte {
+	out, _ := tracefile.Terminate(data)
+	return out
+}
+
+// TestRepairKeepsSystemTraceEvents: the object form's other members
+// (Chromium's systemTraceEvents, which both viewers read, its metadata)
+// are kept beside the repaired events.
+func TestRepairKeepsSystemTraceEvents(t *testing.T) {
+	sys := `# tracer: nop\n#\n           app-1234  [000] ...1   100.000000: tracing_mark_write: B|1234|work\n           app-1234  [000] ...1   100.001000: tracing_mark_write: E|1234\n`
+	in := writeFile(t, t.TempDir(), "chrome.json", `{"traceEvents": [`+"\n"+
+		`{"name": "a", "ph": "X", "ts": 0, "dur": 5, "pid": 1, "tid": 1},`+"\n"+
+		`{"name": "bad", "ph": "X", "ts": 1, "dur": 1, "pid": 1, "tid": 1, "args": {"s": "a	tab"}}],`+"\n"+
+		`"systemTraceEvents": "`+sys+`", "metadata": {"clock-domain": "LINUX_CLOCK_MONOTONIC"}}`)
+	out := filepath.Join(t.TempDir(), "out.json")
+	code, _, stderr := runCmd("repair", "-o", out, in)
+	require.Equal(t, 0, code, stderr)
+	data, err := os.ReadFile(out)
+	require.NoError(t, err)
+	var obj struct {
+		TraceEvents       []map[string]any `json:"traceEvents"`
+		SystemTraceEvents string           `json:"systemTraceEvents"`
+		Metadata          map[string]any   `json:"metadata"`
+	}
+	require.NoError(t, json.Unmarshal(data, &obj), "strict JSON")
+	assert.Len(t, obj.TraceEvents, 2)
+	assert.Contains(t, obj.SystemTraceEvents, "tracing_mark_write: B|1234|work")
+	assert.Equal(t, "LINUX_CLOCK_MONOTONIC", obj.Metadata["clock-domain"])
+	const q = "select name, ts, dur from slice order by ts;"
+	assert.Equal(t, tracecheck.Query(t, in, q), tracecheck.Query(t, out, q), "Perfetto's slices, the system trace's among them")
+}
+
+// TestRepairCloseOpenAtLastTS: a B at the last ts of a file that has X
+// events is ended where Perfetto sees its E after it (it sorts an E
+// before a B of its ts, which would leave the slice open), and spans
+// open around it end no earlier.
+func TestRepairCloseOpenAtLastTS(t *testing.T) {
+	for _, ts := range []string{"20", "1800000000000000"} { // relative, and absolute microseconds
+		t.Run(ts, func(t *testing.T) {
+			in := writeFile(t, t.TempDir(), "open.json", "[\n"+
+				`{"name":"x","ph":"X","ts":1,"dur":2,"pid":1,"tid":1},`+"\n"+
+				`{"name":"outer","ph":"B","ts":5,"pid":1,"tid":1},`+"\n"+
+				`{"name":"inner","ph":"B","ts":`+ts+`,"pid":1,"tid":1},`+"\n")
+			out := filepath.Join(t.TempDir(), "out.json")
+			code, _, stderr := runCmd("repair", "-close-open", "-o", out, in)
+			require.Equal(t, 0, code, stderr)
+			rows := tracecheck.Query(t, out, "select name, depth, dur from slice order by ts;")
+			require.Len(t, rows, 3)
+			for _, r := range rows {
+				assert.NotEqual(t, "-1", r["dur"], "%s left open", r["name"])
+			}
+			assert.Equal(t, "inner", rows[2]["name"])
+			assert.Equal(t, "1", rows[2]["depth"], "inner still nested in outer")
 		})
 	}
 }

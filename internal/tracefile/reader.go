@@ -48,6 +48,11 @@ type Reader struct {
 	// OnProblem is called for each problem found, in file order. A
 	// Reader with a nil OnProblem drops them.
 	OnProblem func(Problem)
+	// OnMember, if not nil, is called with each member of the top-level
+	// object {"traceEvents":[...], ...} but traceEvents, its name and
+	// value as written (systemTraceEvents, metadata, displayTimeUnit):
+	// valid until the next call to Next.
+	OnMember func(key, value []byte)
 
 	r    io.Reader
 	buf  []byte
@@ -444,6 +449,9 @@ func (r *Reader) member() (*Event, bool) {
 			r.problem(r.line+r.sc.nl, KindFraming, `systemTraceEvents is not a string: Perfetto refuses the whole file; chrome://tracing warns ("Couldn't create an importer for the provided eventData")`)
 		}
 		k = r.sc.value(v)
+		if k > 0 && r.OnMember != nil {
+			r.OnMember(key, r.buf[v:k])
+		}
 	}
 	if k < 0 {
 		if r.sc.short {
@@ -500,6 +508,10 @@ func (r *Reader) finish() {
 		r.problem(r.line, KindFraming, "the top-level object is not closed")
 	}
 }
+
+// Object reports whether the events are in the object form
+// {"traceEvents":[...]}, once the first event was read.
+func (r *Reader) Object() bool { return r.obj }
 
 // Unterminated reports whether the input ended inside the bare array,
 // with no closing ']', or inside an event: as a crash leaves it.
