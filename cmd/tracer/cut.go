@@ -2,9 +2,15 @@ package main
 
 import (
 	"bytes"
+	"cmp"
+	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math"
+	"slices"
+	"strings"
+	"time"
 
 	"github.com/gotracer/tracer/internal/tracefile"
 )
@@ -33,9 +39,9 @@ func runCut(args []string, stdout, stderr io.Writer) error {
 	}
 	c := &cutter{
 		from: int64(*from), to: int64(*to), pid: *pid, tid: *tid,
-		name: []byte(*name), cat: []byte(*cat),
-		open: map[string][]pendingSpan{}, async: map[string]pendingSpan{},
-		flows: map[string]bool{}, counters: map[string]pendingSpan{},
+		name: *name, cat: *cat,
+		open: map[string][]pendingSpan{}, flows: map[string]*cutFlow{},
+		counters: map[string]pendingSpan{},
 	}
 	if *to == 0 {
 		c.to = math.MaxInt64
@@ -55,6 +61,10 @@ func runCut(args []string, stdout, stderr io.Writer) error {
 		o.Abort()
 		return fmt.Errorf("%s: %w", path, err)
 	}
+	if c.hasTS && c.from > c.maxTS {
+		o.Abort()
+		return fmt.Errorf("%s: the window starts at %s, after the trace's last time (%s from ts 0): nothing to cut", path, time.Duration(c.from), time.Duration(c.maxTS))
+	}
 	c.finish()
 	if err := o.Close(); err != nil {
 		return err
@@ -67,33 +77,71 @@ func runCut(args []string, stdout, stderr io.Writer) error {
 
 // A cutter writes the events of a time window of a trace, and of the
 // processes, threads, names and categories asked for, as it reads them.
-// Spans that cross the window's edges are clipped to it: a window keeps
-// nesting, since two nested spans clipped to one window are still nested.
-// B/E pairs and async b/e pairs are written when they end, clipped, so it
-// holds the spans still open, and nothing else in proportion to the file.
+// Spans that cross the window's edges are clipped to it.
+//
+// B/E pairs (and async b/e pairs) that begin in the window stay B/E
+// pairs, in the file's order, so that they nest, and flows bind to them,
+// as in the original; an E after the window's end is clipped to it. A
+// span clipped at the window's start (an X, or a B/E pair, which becomes
+// an X) is held to the end, with those clipped at its end, and they are
+// written outer first: Perfetto sorts the events of one ts X events
+// first, the longer first, then in file order, so two spans clipped to
+// one start would otherwise nest as the file ordered them (inner first,
+// where spans are written as they end). It so holds the spans still open
+// and those across the edges of the window, and nothing else in
+// proportion to the file.
 type cutter struct {
 	from, to  int64 // ns from ts 0
 	pid, tid  int64 // -1: any
-	name, cat []byte
+	name, cat string
 	out       *output
 	maxTS     int64
+	hasTS     bool
 	clipped   int
+	seq       int64
 
-	open     map[string][]pendingSpan // per track, the B events yet to end
-	async    map[string]pendingSpan   // per async operation, its b event
-	flows    map[string]bool          // flows begun in the window
+	open     map[string][]pendingSpan // per track (or async id), the B (b) events yet to end
+	flows    map[string]*cutFlow      // per flow id
 	counters map[string]pendingSpan   // per series, its last value before the window
+	held     []heldSpan               // spans clipped, written at the end
 }
 
 // A pendingSpan is a copy of an event whose end, or whose place in the
 // output, is yet to come.
 type pendingSpan struct {
-	raw         []byte
-	ts          int64
-	tsSpan      tracefile.Span
-	keep        bool // it passes the name and category filters
-	ph          byte
-	name, catID string
+	raw     []byte
+	ts      int64
+	tsSpan  tracefile.Span
+	durSpan tracefile.Span
+	phSpan  tracefile.Span
+	ph      byte
+	name    string
+	seq     int64
+	keep    bool // it passes the filters and begins before the window's end
+	written bool // its B is in the output
+}
+
+// A heldSpan is a span clipped to the window, to be written at the end:
+// an X event, or an async b and its e.
+type heldSpan struct {
+	track      string
+	start, end int64 // clipped
+	s0, e0     int64 // as in the file
+	x          bool  // an X in the file
+	seq        int64
+	raw, end2  []byte // the X, or the b and its e
+}
+
+// A cutFlow is what a cutter knows of a flow (s, t and f events of one
+// id): the last of its events before the window, which it writes at the
+// window's start if the flow goes on in the window, and whether it wrote
+// any of its events (then the first after the window is written at the
+// window's end).
+type cutFlow struct {
+	before  []byte
+	tsSpan  tracefile.Span
+	written bool
+	after   bool // its first event after the window is written
 }
 
 // passes reports whether ev belongs to the processes and threads asked
@@ -105,10 +153,10 @@ func (c *cutter) passes(ev *tracefile.Event, named bool) bool {
 	if c.tid >= 0 && ev.Phase() != 'M' && ev.Phase() != 'C' && (ev.Tid.Kind != tracefile.NumInt || ev.Tid.Int != c.tid) {
 		return false
 	}
-	if named && len(c.name) > 0 && !bytes.Equal(ev.Name.Raw, c.name) {
+	if named && c.name != "" && ev.Name.String() != c.name {
 		return false
 	}
-	if named && len(c.cat) > 0 && !bytes.Equal(ev.Cat.Raw, c.cat) {
+	if named && c.cat != "" && ev.Cat.String() != c.cat {
 		return false
 	}
 	return true
@@ -116,12 +164,16 @@ func (c *cutter) passes(ev *tracefile.Event, named bool) bool {
 
 // event takes one event of the input.
 func (c *cutter) event(ev *tracefile.Event) {
+	c.seq++
 	if ev.HasTS {
 		end := ev.TS
-		if ev.HasDur {
+		if ev.HasDur && ev.Phase() == 'X' && ev.Dur > 0 {
 			end += ev.Dur
 		}
-		c.maxTS = max(c.maxTS, end)
+		if !c.hasTS || end > c.maxTS {
+			c.maxTS = end
+		}
+		c.hasTS = true
 	}
 	track := string(ev.Pid.Raw) + "\x00" + string(ev.Tid.Raw)
 	switch ph := ev.Phase(); ph {
@@ -130,42 +182,24 @@ func (c *cutter) event(ev *tracefile.Event) {
 			c.out.event(ev.Raw) // the names and order of the tracks
 		}
 	case 'X':
-		if c.passes(ev, true) {
-			c.span(ev.Raw, ev.TS, ev.TS+ev.Dur, ev.TSSpan, ev.DurSpan, 'X')
+		if c.passes(ev, true) && ev.HasTS && ev.HasDur && ev.Dur >= 0 {
+			c.x(track, ev)
 		}
 	case 'B':
-		c.open[track] = append(c.open[track], pendingSpan{raw: bytes.Clone(ev.Raw), ts: ev.TS, tsSpan: ev.TSSpan, keep: c.passes(ev, true), ph: 'B'})
+		c.begin(track, ev)
 	case 'E':
-		s := c.open[track]
-		if len(s) == 0 {
-			return
-		}
-		b := s[len(s)-1]
-		c.open[track] = s[:len(s)-1]
-		if b.keep {
-			c.span(b.raw, b.ts, ev.TS, b.tsSpan, tracefile.Span{}, 'B')
-		}
+		c.end(track, ev, ev.Name.String())
 	case 'b':
-		k := string(ev.Pid.Raw) + "\x00" + string(ev.Cat.Raw) + "\x00" + string(ev.ID) + "\x00" + string(ev.Name.Raw)
-		c.async[k] = pendingSpan{raw: bytes.Clone(ev.Raw), ts: ev.TS, tsSpan: ev.TSSpan, keep: c.passes(ev, true), ph: 'b'}
+		c.begin(c.asyncKey(ev), ev)
 	case 'e':
-		k := string(ev.Pid.Raw) + "\x00" + string(ev.Cat.Raw) + "\x00" + string(ev.ID) + "\x00" + string(ev.Name.Raw)
-		b, ok := c.async[k]
-		if !ok {
-			return
-		}
-		delete(c.async, k)
-		if b.keep && b.ts <= c.to && ev.TS >= c.from {
-			c.out.event(c.retime(b.raw, b.tsSpan, max(b.ts, c.from)))
-			c.out.event(c.retime(ev.Raw, ev.TSSpan, min(ev.TS, c.to)))
-		}
+		c.end(c.asyncKey(ev), ev, ev.Name.String())
 	case 'C':
-		if !c.passes(ev, false) {
+		if !c.passes(ev, false) || !ev.HasTS {
 			return
 		}
 		switch {
 		case ev.TS < c.from:
-			k := string(ev.Pid.Raw) + "\x00" + string(ev.Name.Raw) + "\x00" + string(ev.ID)
+			k := string(ev.Pid.Raw) + "\x00" + ev.Name.String() + "\x00" + string(ev.ID)
 			if p, ok := c.counters[k]; !ok || p.ts <= ev.TS {
 				c.counters[k] = pendingSpan{raw: bytes.Clone(ev.Raw), ts: ev.TS, tsSpan: ev.TSSpan}
 			}
@@ -173,50 +207,172 @@ func (c *cutter) event(ev *tracefile.Event) {
 			c.out.event(ev.Raw)
 		}
 	case 's', 't', 'f':
-		if !c.passes(ev, true) || ev.TS < c.from || ev.TS > c.to {
-			return
+		if c.passes(ev, true) && ev.HasTS {
+			c.flow(ev)
 		}
-		id := string(ev.Cat.Raw) + "\x00" + string(ev.ID)
-		if ph == 's' {
-			c.flows[id] = true
-		} else if !c.flows[id] {
-			return // its start is outside the window: no arrow to draw
-		}
-		if ph == 'f' {
-			delete(c.flows, id)
-		}
-		c.out.event(ev.Raw)
 	default: // instants, async steps, anything at one time
-		if !ev.HasTS || (c.passes(ev, true) && ev.TS >= c.from && ev.TS <= c.to) {
+		switch {
+		case !ev.HasTS:
+			c.out.event(ev.Raw)
+		case !c.passes(ev, true) || ev.TS < c.from || !c.before(ev.TS):
+		case ev.TS == c.from && (ph == 'i' || ph == 'I' || ph == 'R'):
+			// An instant of a thread is a slice of no duration, which
+			// may tie with a span clipped to the window's start.
+			c.held = append(c.held, heldSpan{track: track, start: ev.TS, end: ev.TS, s0: ev.TS, e0: ev.TS, seq: c.seq, raw: bytes.Clone(ev.Raw)})
+		default:
 			c.out.event(ev.Raw)
 		}
 	}
 }
 
-// span writes the span [start, end) that raw begins, clipped to the
-// window, as an X event, if it overlaps it. ph is its phase in raw.
-func (c *cutter) span(raw []byte, start, end int64, tsSpan, durSpan tracefile.Span, ph byte) {
-	if end < c.from || start > c.to || end == c.from && start < c.from || !tsSpan.Valid() {
-		return // outside, or touching the window's start only
+// asyncKey returns the track of an async event: its process, category
+// and id, as the viewers pair b and e.
+func (c *cutter) asyncKey(ev *tracefile.Event) string {
+	return "async\x00" + string(ev.Pid.Raw) + "\x00" + ev.Cat.String() + "\x00" + string(ev.Scope.Raw) + "\x00" + string(ev.ID)
+}
+
+// inWindow reports whether the slice [start, end] shows in the window
+// [from, to): it overlaps it, beyond touching its start; one of no
+// duration is in if it is at or after the start and before the end.
+func (c *cutter) inWindow(start, end int64) bool {
+	if start == end {
+		return start >= c.from && c.before(start)
+	}
+	return end > c.from && c.before(start)
+}
+
+// before reports whether ts is before the window's end (always, for a
+// window to the end of the trace).
+func (c *cutter) before(ts int64) bool { return ts < c.to || c.to == math.MaxInt64 }
+
+// x writes the X event ev, clipped to the window, if it shows in it.
+func (c *cutter) x(track string, ev *tracefile.Event) {
+	start, end := ev.TS, ev.TS+ev.Dur
+	if !c.inWindow(start, end) || !ev.TSSpan.Valid() || !ev.DurSpan.Valid() {
+		return
 	}
 	s, e := max(start, c.from), min(end, c.to)
-	if s != start || e != end {
-		c.clipped++
+	if s == start && e == end && s != c.from && e != c.to {
+		c.out.event(ev.Raw)
+		return
 	}
-	edits := []edit{{tsSpan, tracefile.AppendMicros(nil, s)}}
-	dur := tracefile.AppendMicros(nil, e-s)
-	if ph == 'X' && durSpan.Valid() {
-		edits = append(edits, edit{durSpan, dur})
+	// Clipped, or at an edge, where one clipped may tie with it.
+	raw := ev.Raw
+	if s == start && e == end {
+		raw = bytes.Clone(raw)
 	} else {
-		// A B event becomes an X: its phase, and a dur after its ts.
-		i := bytes.Index(raw, []byte(`"ph":"B"`))
-		if i < 0 {
-			return
-		}
-		edits = append(edits, edit{tracefile.Span{Start: i, End: i + len(`"ph":"B"`)}, []byte(`"ph":"X"`)})
-		edits = append(edits, edit{tracefile.Span{Start: tsSpan.End, End: tsSpan.End}, append([]byte(`,"dur":`), dur...)})
+		c.clipped++
+		raw = applyEdits(nil, ev.Raw, []edit{{ev.TSSpan, tracefile.AppendMicros(nil, s)}, {ev.DurSpan, tracefile.AppendMicros(nil, e-s)}})
 	}
-	c.out.event(applyEdits(nil, raw, edits))
+	c.held = append(c.held, heldSpan{track: track, start: s, end: e, s0: start, e0: end, x: true, seq: c.seq, raw: raw})
+}
+
+// begin follows a B or b event on track k: one in the window is written
+// now, one before it when it ends.
+func (c *cutter) begin(k string, ev *tracefile.Event) {
+	p := pendingSpan{raw: bytes.Clone(ev.Raw), ts: ev.TS, tsSpan: ev.TSSpan, durSpan: ev.DurSpan, phSpan: ev.PhSpan,
+		ph: ev.Phase(), name: ev.Name.String(), seq: c.seq}
+	// One that begins at the window's end or after has nothing in it
+	// (unless it lasts nothing, which its E alone tells): it is left
+	// out, and its E with it.
+	p.keep = c.passes(ev, true) && ev.HasTS && ev.TSSpan.Valid() && c.before(ev.TS)
+	if p.keep && ev.TS >= c.from {
+		p.written = true
+		c.out.event(ev.Raw)
+	}
+	c.open[k] = append(c.open[k], p)
+}
+
+// end follows an E or e event on track k: it ends the innermost open
+// span (of its name, if name is set).
+func (c *cutter) end(k string, ev *tracefile.Event, name string) {
+	st := c.open[k]
+	i := len(st) - 1
+	for name != "" && i >= 0 && st[i].name != name {
+		i--
+	}
+	if i < 0 {
+		return
+	}
+	p := st[i]
+	c.open[k] = append(st[:i], st[i+1:]...)
+	if len(c.open[k]) == 0 {
+		delete(c.open, k)
+	}
+	switch {
+	case !p.keep || !ev.HasTS:
+	case p.written && ev.TS > c.to:
+		c.clipped++
+		c.out.event(c.retime(ev.Raw, ev.TSSpan, c.to))
+	case p.written:
+		c.out.event(ev.Raw)
+	case ev.TS > c.from:
+		c.hold(k, p, ev.TS, ev)
+	}
+}
+
+// hold keeps the span p, begun before the window and ended at end (by
+// the E or e event ev, nil if it never ended), clipped to the window, to
+// be written at the end.
+func (c *cutter) hold(k string, p pendingSpan, end int64, ev *tracefile.Event) {
+	c.clipped++
+	e := min(end, c.to)
+	h := heldSpan{track: k, start: c.from, end: e, s0: p.ts, e0: end, seq: p.seq}
+	if p.ph == 'b' {
+		h.raw = c.retime(p.raw, p.tsSpan, c.from)
+		if ev != nil {
+			h.end2 = c.retime(ev.Raw, ev.TSSpan, e)
+		} else {
+			h.end2 = endOf(p, e)
+		}
+	} else {
+		// A B/E pair becomes an X, which Perfetto sorts before the B
+		// events of its ts, and nests by duration.
+		edits := []edit{{p.phSpan, []byte(`"X"`)}, {p.tsSpan, tracefile.AppendMicros(nil, c.from)}}
+		dur := tracefile.AppendMicros(nil, e-c.from)
+		if p.durSpan.Valid() {
+			edits = append(edits, edit{p.durSpan, dur}) // Node.js writes "dur":0 on B
+		} else {
+			edits = append(edits, edit{tracefile.Span{Start: p.tsSpan.End, End: p.tsSpan.End}, append([]byte(`,"dur":`), dur...)})
+		}
+		h.raw = applyEdits(nil, p.raw, edits)
+	}
+	c.held = append(c.held, h)
+}
+
+// flow follows an s, t or f event. One in the window is written; the
+// last of its flow before the window is written at the window's start,
+// and the first after it at its end, so that an arrow from or to a slice
+// across an edge of the window is kept.
+func (c *cutter) flow(ev *tracefile.Event) {
+	id := ev.Cat.String() + "\x00" + ev.Name.String() + "\x00" + string(ev.ID)
+	f := c.flows[id]
+	if f == nil {
+		if ev.Phase() == 'f' || ev.TS > c.to {
+			return // nothing of it before: no arrow to keep
+		}
+		f = &cutFlow{}
+		c.flows[id] = f
+	}
+	switch {
+	case ev.TS < c.from:
+		f.before, f.tsSpan = bytes.Clone(ev.Raw), ev.TSSpan
+	case ev.TS <= c.to:
+		if f.before != nil && ev.Phase() != 's' {
+			c.out.event(c.retime(f.before, f.tsSpan, c.from))
+		}
+		f.before = nil
+		f.written = true
+		c.out.event(ev.Raw)
+	default:
+		if f.written && !f.after {
+			f.after = true
+			c.out.event(c.retime(ev.Raw, ev.TSSpan, c.to))
+		}
+	}
+	if ev.Phase() == 'f' || ev.TS > c.to {
+		delete(c.flows, id)
+	}
 }
 
 // retime returns raw with its ts set to ts.
@@ -228,24 +384,80 @@ func (c *cutter) retime(raw []byte, tsSpan tracefile.Span, ts int64) []byte {
 }
 
 // finish writes what waits for the end of the input: the spans still
-// open, as lasting to the end of the window or of the trace, the async
-// slices never ended likewise, and each counter's value at the start of
-// the window.
+// open (across the window's start, clipped to it and to the end of the
+// window or of the trace; begun in it, ended by the window's end, if it
+// has one), the spans held, outer first, and each counter's value at the
+// start of the window.
 func (c *cutter) finish() {
 	end := min(c.to, c.maxTS)
-	for _, s := range c.open {
-		for _, b := range s {
-			if b.keep {
-				c.span(b.raw, b.ts, end, b.tsSpan, tracefile.Span{}, 'B')
+	for _, k := range slices.Sorted(maps.Keys(c.open)) {
+		st := c.open[k]
+		for i := len(st) - 1; i >= 0; i-- {
+			p := st[i]
+			switch {
+			case !p.keep:
+			case p.written && c.to != math.MaxInt64:
+				c.out.event(endOf(p, c.to))
+			case !p.written && end > c.from:
+				c.hold(k, p, end, nil)
 			}
 		}
 	}
-	for _, b := range c.async {
-		if b.keep && b.ts <= end {
-			c.out.event(c.retime(b.raw, b.tsSpan, max(b.ts, c.from)))
+	// In the order Perfetto takes them in the file (by start; at one
+	// start, X events first, the longer first, then B events in file
+	// order), which nests them as they nest there.
+	slices.SortStableFunc(c.held, func(a, b heldSpan) int {
+		if c := cmp.Or(strings.Compare(a.track, b.track), cmp.Compare(a.s0, b.s0)); c != 0 {
+			return c
+		}
+		if a.x != b.x {
+			if a.x {
+				return -1
+			}
+			return 1
+		}
+		if a.x {
+			if c := cmp.Compare(b.e0-b.s0, a.e0-a.s0); c != 0 {
+				return c
+			}
+		}
+		return cmp.Compare(a.seq, b.seq)
+	})
+	for _, h := range c.held {
+		c.out.event(h.raw)
+	}
+	for i := len(c.held) - 1; i >= 0; i-- {
+		if h := c.held[i]; h.end2 != nil {
+			c.out.event(h.end2) // the e events of async slices, inner first
 		}
 	}
-	for _, p := range c.counters {
+	for _, k := range slices.Sorted(maps.Keys(c.counters)) {
+		p := c.counters[k]
 		c.out.event(c.retime(p.raw, p.tsSpan, c.from))
 	}
+}
+
+// endOf returns the E (or e) event that ends the open span p at ts.
+func endOf(p pendingSpan, ts int64) []byte {
+	var ev struct {
+		Name  *string         `json:"name,omitempty"`
+		Cat   *string         `json:"cat,omitempty"`
+		Ph    string          `json:"ph"`
+		Pid   json.RawMessage `json:"pid,omitempty"`
+		Tid   json.RawMessage `json:"tid,omitempty"`
+		ID    json.RawMessage `json:"id,omitempty"`
+		ID2   json.RawMessage `json:"id2,omitempty"`
+		Scope *string         `json:"scope,omitempty"`
+	}
+	_ = json.Unmarshal(p.raw, &ev) // it was read as JSON
+	if ev.Ph == "b" {
+		ev.Ph = "e"
+	} else {
+		ev.Ph = "E"
+	}
+	b, _ := json.Marshal(ev)
+	b = b[:len(b)-1]
+	b = append(b, `,"ts":`...)
+	b = tracefile.AppendMicros(b, ts)
+	return append(b, '}')
 }

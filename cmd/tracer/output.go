@@ -143,6 +143,11 @@ func (o *output) event(raw []byte) {
 // Close ends the array and, for a file, replaces the destination with
 // what was written, keeping the mode of the file it replaces.
 func (o *output) Close() error {
+	if !o.started {
+		// No event: {"traceEvents":[]}, which Perfetto recognises as a
+		// trace (it looks for {" in the first bytes), where it refuses [].
+		o.obj = true
+	}
 	o.start()
 	if o.obj {
 		o.write([]byte("\n]"))

@@ -50,8 +50,9 @@ type Event struct {
 	// U+FFFD); it is still a problem: the text was not what was meant.
 	BadUTF8 int
 
-	// Spans of values in Raw, for rewriting: [start, end) or zero.
-	TSSpan, DurSpan, PidSpan Span
+	// Spans of values in Raw, for rewriting: [start, end) or zero. Of a
+	// member written twice, the last, which the viewers read.
+	TSSpan, DurSpan, PidSpan, PhSpan Span
 }
 
 // A Span is a range [Start, End) of bytes in Event.Raw.

@@ -595,7 +595,7 @@ func (s *scanner) member(e *Event, key keyCode, v, start int) int {
 		if c == '"' {
 			n := s.str(v)
 			if n > 0 {
-				e.Ph = b[v+1 : n-1]
+				e.Ph, e.PhSpan = b[v+1:n-1], Span{v - start, n - start}
 			}
 			return n
 		}

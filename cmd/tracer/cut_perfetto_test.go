@@ -1,0 +1,169 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gotracer/tracer/internal/tracecheck"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// windowSlices asks trace_processor for the thread slices that show in
+// the window [from, to) (ns), clipped to it: name, thread, start,
+// duration, depth, one line each, sorted.
+func windowSlices(t *testing.T, path string, from, to int64) []string {
+	t.Helper()
+	q := fmt.Sprintf(`select s.name as name, t.tid as tid, max(s.ts, %[1]d) as ts,
+  min(case when s.dur < 0 then %[2]d else s.ts + s.dur end, %[2]d) - max(s.ts, %[1]d) as dur, s.depth as depth
+from slice s join thread_track tt on s.track_id = tt.id join thread t using (utid)
+where (s.dur = 0 and s.ts >= %[1]d and s.ts < %[2]d) or (s.dur != 0 and s.ts < %[2]d and (s.dur < 0 or s.ts + s.dur > %[1]d));`, from, to)
+	var rows []string
+	for _, r := range tracecheck.Query(t, path, q) {
+		rows = append(rows, fmt.Sprintf("%s tid %s [%s +%s] depth %s", r["name"], r["tid"], r["ts"], r["dur"], r["depth"]))
+	}
+	slices.Sort(rows)
+	return rows
+}
+
+// windowFlows asks trace_processor for the arrows between two slices
+// that show in the window: each end's name, clipped start and depth.
+func windowFlows(t *testing.T, path string, from, to int64) []string {
+	t.Helper()
+	in := func(s string) string {
+		return fmt.Sprintf(`((%[1]s.dur = 0 and %[1]s.ts >= %[2]d and %[1]s.ts < %[3]d) or (%[1]s.dur != 0 and %[1]s.ts < %[3]d and (%[1]s.dur < 0 or %[1]s.ts + %[1]s.dur > %[2]d)))`, s, from, to)
+	}
+	q := fmt.Sprintf(`select o.name as o, max(o.ts, %[1]d) as ots, o.depth as od, i.name as i, max(i.ts, %[1]d) as its, i.depth as id
+from flow f join slice o on f.slice_out = o.id join slice i on f.slice_in = i.id where %[2]s and %[3]s;`, from, in("o"), in("i"))
+	var rows []string
+	for _, r := range tracecheck.Query(t, path, q) {
+		rows = append(rows, fmt.Sprintf("%s@%s/%s -> %s@%s/%s", r["o"], r["ots"], r["od"], r["i"], r["its"], r["id"]))
+	}
+	slices.Sort(rows)
+	return rows
+}
+
+// compareCut cuts [from, to] out of the trace at path (to 0: to the end)
+// and checks that trace_processor shows in the cut the slices, clipped,
+// their nesting and the flows it shows in that window of the original.
+func compareCut(t *testing.T, path string, from, to int64) {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "cut.json")
+	args := []string{"cut", "-q", "-from", time.Duration(from).String(), "-o", out, path}
+	if to > 0 {
+		args = append(args, "-to", time.Duration(to).String())
+	} else {
+		to = math.MaxInt64 / 2
+	}
+	code, _, stderr := runCmd(args...)
+	require.Equal(t, 0, code, stderr)
+	assert.Equal(t, windowSlices(t, path, from, to), windowSlices(t, out, from, to), "slices of [%d, %d] (%s)", from, to, path)
+	assert.Equal(t, windowFlows(t, path, from, to), windowFlows(t, out, from, to), "flows of [%d, %d] (%s)", from, to, path)
+}
+
+// TestCutAgainstPerfetto cuts random windows out of random traces of
+// several shapes (the tracer package's end order, B/E pairs, start
+// order, zero-length slices, slices that start or end with their parent,
+// several processes, instants) and compares with trace_processor.
+func TestCutAgainstPerfetto(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"tracer", "tracer cut", "start order", "zero", "flush", "flush start", "recursion", "merged", "instants"} {
+		for seed := range uint64(3) {
+			t.Run(fmt.Sprintf("%s/%d", name, seed), func(t *testing.T) {
+				r := rand.New(rand.NewPCG(seed, 7))
+				text, spans := genTrace(r, statsShapes[name])
+				path := writeFile(t, dir, fmt.Sprintf("%s-%d.json", name, seed), text)
+				var end int64
+				for _, s := range spans {
+					end = max(end, s.end)
+				}
+				// A window at span edges (ties there) or anywhere.
+				at := func() int64 {
+					if r.IntN(2) == 0 {
+						s := spans[r.IntN(len(spans))]
+						return []int64{s.start, s.end}[r.IntN(2)]
+					}
+					return r.Int64N(end + 1)
+				}
+				a, b := at(), at()
+				if a > b {
+					a, b = b, a
+				}
+				if a == b {
+					b = a + 1
+				}
+				t.Logf("seed %d, window [%d, %d]", seed, a, b)
+				compareCut(t, path, a, b)
+			})
+		}
+	}
+}
+
+// TestCutOtherTools cuts traces written the ways other tools write them
+// and compares with trace_processor: CMake's and Python's spaces after
+// colons, Node.js's "dur":0 on B and E, flows on B/E slices and from a
+// slice before the window, spans nested across both edges.
+func TestCutOtherTools(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{
+		"spaces": `[
+{"name": "configure", "ph": "B", "ts": 100, "pid": 1, "tid": 1},
+{"name": "step", "ph": "B", "ts": 150, "pid": 1, "tid": 1},
+{"name": "step", "ph": "E", "ts": 300, "pid": 1, "tid": 1},
+{"name": "configure", "ph": "E", "ts": 900, "pid": 1, "tid": 1}
+]`,
+		"node": `{"traceEvents":[
+{"pid":1,"tid":1,"ts":100,"dur":0,"ph":"B","cat":"node","name":"outer","args":{}},
+{"pid":1,"tid":1,"ts":200,"dur":0,"ph":"B","cat":"node","name":"inner","args":{}},
+{"pid":1,"tid":1,"ts":700,"dur":0,"ph":"E","cat":"node","name":"inner","args":{}},
+{"pid":1,"tid":1,"ts":800,"dur":0,"ph":"E","cat":"node","name":"outer","args":{}}
+]}`,
+		"flows on B/E": `[
+{"name":"send","ph":"B","ts":100,"pid":1,"tid":1},
+{"name":"f","cat":"c","ph":"s","id":1,"ts":150,"pid":1,"tid":1},
+{"name":"send","ph":"E","ts":300,"pid":1,"tid":1},
+{"name":"recv","ph":"B","ts":400,"pid":1,"tid":2},
+{"name":"f","cat":"c","ph":"f","bp":"e","id":1,"ts":450,"pid":1,"tid":2},
+{"name":"recv","ph":"E","ts":900,"pid":1,"tid":2},
+{"name":"g","cat":"c","ph":"s","id":2,"ts":400,"pid":1,"tid":2},
+{"name":"work","ph":"X","ts":500,"dur":100,"pid":1,"tid":3},
+{"name":"g","cat":"c","ph":"f","bp":"e","id":2,"ts":550,"pid":1,"tid":3}
+]`,
+		"nested across": `[
+{"name":"c","ph":"X","ts":200,"dur":600,"pid":1,"tid":1},
+{"name":"b","ph":"X","ts":150,"dur":700,"pid":1,"tid":1},
+{"name":"a","ph":"X","ts":100,"dur":800,"pid":1,"tid":1},
+{"name":"o","ph":"B","ts":100,"pid":1,"tid":2},
+{"name":"p","ph":"B","ts":110,"pid":1,"tid":2},
+{"name":"x","ph":"X","ts":120,"dur":700,"pid":1,"tid":2},
+{"name":"p","ph":"E","ts":850,"pid":1,"tid":2},
+{"name":"o","ph":"E","ts":860,"pid":1,"tid":2}
+]`,
+	}
+	for name, text := range files {
+		path := writeFile(t, dir, strings.ReplaceAll(name, "/", "-")+".json", text)
+		for _, w := range [][2]int64{{0, 0}, {250_000, 600_000}, {420_000, 0}, {300_000, 301_000}} {
+			t.Run(fmt.Sprintf("%s/%d-%d", name, w[0], w[1]), func(t *testing.T) {
+				compareCut(t, path, w[0], w[1])
+			})
+		}
+	}
+}
+
+// TestCutPastTheEnd: a window that starts after the trace's last event
+// is an error, not an empty trace.
+func TestCutPastTheEnd(t *testing.T) {
+	dir := t.TempDir()
+	path := writeFile(t, dir, "t.json", "[\n"+ev+"\n]\n")
+	out := filepath.Join(dir, "out.json")
+	code, _, stderr := runCmd("cut", "-from", "1h", "-o", out, path)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, "after the trace's last time")
+	assert.NoFileExists(t, out)
+}
