@@ -19,8 +19,8 @@
 #   WORK   scratch directory, emptied first (default ${TMPDIR:-/tmp}/tracer-tools)
 #   TRACER_CORPUS_CACHE  where the large files go (default .cache here,
 #          git-ignored); cmd/tracer/internal/corpus reads the same variable
-# The paths the tools write into their traces are under WORK, but for the
-# Go toolchain's own (GOROOT, the module cache).
+# The projects' paths in the traces are under WORK; system headers, CMake's
+# modules and the Go toolchain's own paths are not.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
