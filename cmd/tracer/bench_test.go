@@ -159,3 +159,42 @@ func BenchmarkLongLine(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkCheckDeep and BenchmarkStatsDeep measure check and stats on
+// slices nested 200,000 levels deep in start order (X events, parents
+// first), where the time must grow with the depth, not its square.
+func BenchmarkCheckDeep(b *testing.B) {
+	path := deepFile(b)
+	defer reportCPU(b, fileSize(b, path), cpuTime())
+	for b.Loop() {
+		_, _, err := checkFile(path, true, func(tracefile.Problem) {})
+		require.NoError(b, err)
+	}
+}
+
+func BenchmarkStatsDeep(b *testing.B) {
+	path := deepFile(b)
+	defer reportCPU(b, fileSize(b, path), cpuTime())
+	for b.Loop() {
+		_, err := computeStats(path, true)
+		require.NoError(b, err)
+	}
+}
+
+// deepFile writes a chain of 200,000 nested X events, parents first.
+func deepFile(b *testing.B) string {
+	const n = 200_000
+	var sb strings.Builder
+	sb.WriteString("[\n")
+	for i := range n {
+		fmt.Fprintf(&sb, `{"name":"r","ph":"X","ts":%d,"dur":%d,"pid":1,"tid":1}`, i, 2*(n-i))
+		if i < n-1 {
+			sb.WriteString(",")
+		}
+		sb.WriteString("\n")
+	}
+	sb.WriteString("]\n")
+	path := filepath.Join(b.TempDir(), "deep.json")
+	require.NoError(b, os.WriteFile(path, []byte(sb.String()), 0o644))
+	return path
+}

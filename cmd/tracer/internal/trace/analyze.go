@@ -88,6 +88,7 @@ type Analyzer struct {
 	others     int64            // spans past maxNames groups
 	lastKey    trackKey
 	lastTrack  *track
+	steps      int64 // work on the trees beyond a step per slice: see TestDeepNestingLinear
 }
 
 // NameStats are the numbers of the slices of one name.
@@ -268,6 +269,11 @@ func (a *Analyzer) Add(e *tracefile.Event) {
 		if len(t.cuts) > 0 && slices.Contains(t.cuts, e.TS) {
 			t.tangled = true
 		}
+		if len(t.open) == 0 {
+			t.openSorted = true
+		} else if e.TS < t.open[len(t.open)-1].ts {
+			t.openSorted = false
+		}
 		t.open = append(t.open, openSpan{ts: e.TS, name: a.name(e.Name), line: int32(e.Line), seq: a.Events})
 		if a.grouped && hasDigit(e.Name.Raw) {
 			a.exact[a.Events] = e.Name.String() // for the E that repair -close-open writes
@@ -412,10 +418,16 @@ func (a *Analyzer) end(e *tracefile.Event) {
 	if !a.sawX {
 		// Before the file's first X, the sorter keeps the file's order
 		// at one ts, unless it finds an event out of order later: then
-		// stats replays the track (see exact.go).
-		for k := range t.open {
+		// stats replays the track (see exact.go). (Open B events in the
+		// order of their ts, the usual case, are looked at from the top
+		// down to the first before the E's ts, not all of them: a deep
+		// nest would cost time quadratic in its depth.)
+		for k := len(t.open) - 1; k >= 0; k-- {
 			if t.open[k].ts == e.TS {
 				t.tied, t.tiedAt = true, max(t.tiedAt, e.TS)
+				break
+			}
+			if t.openSorted && t.open[k].ts < e.TS {
 				break
 			}
 		}

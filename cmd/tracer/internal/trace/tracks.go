@@ -141,6 +141,11 @@ type track struct {
 	tangled  bool       // a slice began where B events were cut
 	cutOpen  int        // open B events cut (openSpan.cut)
 	raw      []rawSlice // its slice events, if exact
+	// dropAt and mergeAt are the sizes of the tree past which bound
+	// tries its folds again, after one that left the tree large.
+	dropAt, mergeAt int
+	openSorted      bool // the open B events are in the order of their ts
+	staleHeights    bool // a slice was put under one no higher than it: see fixHeights
 }
 
 // add records the completed slice [s, e) named name (an index in
@@ -233,16 +238,22 @@ func (a *Analyzer) add(t *track, s, e int64, name int32, line int, be bool, seq 
 			break
 		}
 		x.kids += c.sum
-		x.height = max(x.height, c.height+1)
 		c.parent = adopted
 		k++
 		for k < len(st) && st[k].depth > c.depth {
 			k++
 		}
 	}
+	if t.staleHeights {
+		fixHeights(st[pos:k], pos)
+	}
 	for j := pos; j < k; j++ {
 		st[j].depth++
+		if st[j].parent == adopted {
+			x.height = max(x.height, st[j].height+1)
+		}
 	}
+	a.steps += int64(k - pos)
 	a.addSelf(name, x.sum-x.kids)
 	if p >= 0 {
 		q := &st[p]
@@ -274,9 +285,13 @@ func (a *Analyzer) add(t *track, s, e int64, name int32, line int, be bool, seq 
 			}
 		}
 	}
-	// Its ancestors are as high as it makes them.
-	for q, h := x.parent, x.height+1; q >= 0 && st[q].height < h; q, h = st[q].parent, h+1 {
-		st[q].height = h
+	// Its ancestors are as high as it makes them: marked stale rather
+	// than raised now, as a chain of slices in start order, each a child
+	// of the one before, would raise every ancestor at each slice, in
+	// time quadratic in its depth. Heights are made right where they are
+	// read: a subtree adopted, or slices dropped (see fixHeights).
+	if x.parent >= 0 && st[x.parent].height <= x.height {
+		t.staleHeights = true
 	}
 	// The prefix of top slices, as far as known.
 	switch {
@@ -323,10 +338,27 @@ func (a *Analyzer) noteCut(t *track, ts int64) {
 	t.cuts = append(t.cuts, ts)
 }
 
+// fixHeights makes the heights of the slices of st, which begins at
+// index off of a track's tree and holds whole subtrees, right from their
+// descendants' (a preorder holds a slice's descendants after it): a
+// height is never too high, only stale (see add).
+func fixHeights(st []slice, off int) {
+	for j := len(st) - 1; j >= 0; j-- {
+		if p := int(st[j].parent) - off; p >= 0 {
+			st[p].height = max(st[p].height, st[j].height+1)
+		}
+	}
+}
+
 // collapse drops from t's tree every slice that is not a top one: their
-// durations are in their top slices' kids and sums.
+// durations are in their top slices' kids and sums, and their levels in
+// their top slices' heights.
 func (t *track) collapse() []slice {
 	st := t.stack
+	if t.staleHeights {
+		fixHeights(st, 0)
+		t.staleHeights = false
+	}
 	out := t.roots
 	for i := t.roots; i < len(st); i++ {
 		if st[i].parent < 0 {
@@ -343,18 +375,24 @@ const adopted = math.MinInt32
 
 // bound keeps t's tree st, which had before slices when add began,
 // within the limits (see above), and returns it.
+//
+// A fold that cannot shrink the tree (a chain of nested slices, all
+// ancestors of the newest) is not tried again until the tree has doubled:
+// each fold costs the size of the tree, so that keeps their cost linear.
 func (a *Analyzer) bound(t *track, st []slice, before int) []slice {
-	if len(st) > maxStack && len(st)-t.roots > maxStack/2 {
+	if len(st) > max(maxStack, t.dropAt) && len(st)-t.roots > maxStack/2 {
 		// Many slices that may not be top ones: drop those below.
 		st = a.foldOlder(st, t.open, t.roots, len(st)-keepNewest, false)
-		t.roots = topPrefix(st)
+		t.roots, t.staleHeights = topPrefix(st), false
+		t.dropAt = 2 * len(st)
 	}
 	a.stacked += len(st) - before
-	if len(st) > maxTop || len(st) > maxStack && a.stacked > maxStacked {
+	if len(st) > max(maxTop, t.mergeAt) || len(st) > max(maxStack, t.mergeAt) && a.stacked > maxStacked {
 		n := len(st)
 		st = a.foldOlder(st, t.open, 0, len(st)-keepNewest, true)
-		t.roots = topPrefix(st)
+		t.roots, t.staleHeights = topPrefix(st), false
 		a.stacked -= n - len(st)
+		t.mergeAt = 2 * len(st)
 	}
 	return st
 }
@@ -391,6 +429,8 @@ func (a *Analyzer) foldOlder(st []slice, opens []openSpan, from, n int, merge bo
 	if from >= n {
 		return st
 	}
+	a.steps += int64(len(st))
+	fixHeights(st, 0)                            // before descendants are dropped
 	idx := slices.Grow(a.foldIdx[:0], n)[:n]     // new index of st[i], or -1
 	chain := slices.Grow(a.foldChain[:0], n)[:n] // st[i] is around st[n]: it stays
 	clear(chain)
@@ -427,12 +467,13 @@ func (a *Analyzer) foldOlder(st []slice, opens []openSpan, from, n int, merge bo
 				f := &out[last]
 				f.end = max(f.end, c.end)
 				f.sum += c.sum
+				f.height = max(f.height, c.height)
 				idx[i] = int32(last)
 				continue
 			}
 			idx[i] = int32(len(out))
 			out = append(out, slice{start: c.start, end: c.end, seq: c.seq, sum: c.sum,
-				parent: parent, depth: c.depth, name: -1, line: c.line})
+				parent: parent, depth: c.depth, height: c.height, name: -1, line: c.line})
 		}
 	}
 	shift := int32(n - len(out))
