@@ -7,13 +7,13 @@
 //
 //	tracer check [-q] FILE...
 //	tracer repair [-o OUT | -i] [-close-open] [-q] FILE
-//	tracer merge -o OUT [-offset FILE=DURATION]... [-q] FILE...
+//	tracer merge -o OUT [-offset FILE=DURATION]... [-f] [-q] FILE...
 //	tracer stats [-top N] [-sort KEY] [-json] [-q] FILE
-//	tracer import-go [-align SPANS] [-o OUT] TRACE
-//	tracer export -format parquet -o DIR FILE...
+//	tracer cut [-from D] [-to D] [-pid N] [-tid N] [-name NAME] [-cat CAT] -o OUT [-q] FILE
+//	tracer view [-no-browser] [-port N] [-idle D] FILE
+//	tracer import-go [-align SPANS] [-min-state D] [-pid N] [-o OUT] [-f] TRACE
+//	tracer export -format parquet -o DIR [-max-pending N] FILE...
 //	tracer sql [-format table|csv|json] FILE... 'QUERY'
-//	tracer view [-no-browser] [-port N] FILE
-//	tracer cut [-from D] [-to D] [-pid N] [-tid N] [-name NAME] [-cat CAT] -o OUT FILE
 //	tracer version
 //
 // view serves FILE on 127.0.0.1:9001 to the Perfetto UI and opens it there
@@ -90,14 +90,15 @@ var errProblems = errors.New("problems found")
 const usage = `usage:
   tracer check [-q] FILE...
   tracer repair [-o OUT | -i] [-close-open] [-q] FILE
-  tracer merge -o OUT [-offset FILE=DURATION]... [-q] FILE...
+  tracer merge -o OUT [-offset FILE=DURATION]... [-f] [-q] FILE...
   tracer stats [-top N] [-sort KEY] [-json] [-q] FILE
-  tracer import-go [-align SPANS] [-o OUT] TRACE   (runs tracer-import-go)
-  tracer export -format parquet -o DIR FILE...     (runs tracer-export)
+  tracer cut [-from D] [-to D] [-pid N] [-tid N] [-name NAME] [-cat CAT] -o OUT [-q] FILE
+  tracer view [-no-browser] [-port N] [-idle D] FILE   (opens it in ui.perfetto.dev)
+  tracer import-go [-align SPANS] [-min-state D] [-pid N] [-o OUT] [-f] TRACE   (runs tracer-import-go)
+  tracer export -format parquet -o DIR [-max-pending N] FILE...   (runs tracer-export)
   tracer sql [-format table|csv|json] FILE... 'QUERY'   (runs tracer-sql)
-  tracer view [-no-browser] FILE                  (opens it in ui.perfetto.dev)
-  tracer cut [-from D] [-to D] [-pid N] [-tid N] [-name NAME] [-cat CAT] -o OUT FILE
   tracer version
+FILE may be - (standard input), a pipe or a FIFO; OUT may be - (standard output).
 Run 'tracer COMMAND -h' for a command's options; flags may follow file names.`
 
 func main() {

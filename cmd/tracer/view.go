@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -15,6 +14,7 @@ import (
 	"runtime"
 	"strconv"
 	"sync"
+	"time"
 )
 
 // Opening a trace in Perfetto's UI the way Perfetto documents for a local
@@ -33,11 +33,15 @@ const viewPort = 9001
 // usually fails to open a trace (it holds it in the tab's memory).
 const browserLimit = 1 << 30
 
+// defaultIdle is how long view serves with no request before it stops.
+const defaultIdle = 10 * time.Minute
+
 // runView is "tracer view".
 func runView(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("view", "[-no-browser] [-port N] FILE", stderr)
+	fs := newFlags("view", "[-no-browser] [-port N] [-idle D] FILE", stderr)
 	noBrowser := fs.Bool("no-browser", false, "print the URL instead of opening a browser (also when TRACER_NO_BROWSER is set)")
 	port := fs.Int("port", viewPort, "serve on this port of 127.0.0.1 (the Perfetto UI fetches only from 9001)")
+	idle := fs.Duration("idle", defaultIdle, "stop after this long without a request (0: only on Ctrl-C)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -63,58 +67,129 @@ func runView(args []string, stdout, stderr io.Writer) error {
 	if !*noBrowser && os.Getenv("TRACER_NO_BROWSER") == "" {
 		opened = openBrowser(link) == nil
 	}
+	until := "until Ctrl-C"
+	if *idle > 0 {
+		until = fmt.Sprintf("until Ctrl-C, or %v without a request", *idle)
+	}
 	if opened {
-		fmt.Fprintf(stdout, "opened %s\nserving %s on %s until the UI has fetched it (Ctrl-C stops)\n", link, path, v.base())
+		fmt.Fprintf(stdout, "opened %s\nserving %s on %s %s (reloading the tab fetches it again)\n", link, path, v.base(), until)
 	} else {
-		fmt.Fprintf(stdout, "open %s\nin a browser on this machine (serving %s on %s until the UI has fetched it; Ctrl-C stops).\n"+
-			"Over SSH, forward the port first: ssh -L %d:127.0.0.1:%d HOST\n", link, path, v.base(), *port, *port)
+		fmt.Fprintf(stdout, "open %s\nin a browser on this machine (serving %s on %s %s).\n"+
+			"Over SSH, forward the port first: ssh -L %d:127.0.0.1:%d HOST\n", link, path, v.base(), until, *port, *port)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	return v.serve(ctx)
+	return v.serve(ctx, *idle)
 }
 
-// A viewer serves one trace file to the Perfetto UI, once.
+// A viewer serves one trace file to the Perfetto UI, for as long as it is
+// asked for it.
 type viewer struct {
 	path, name string
 	l          net.Listener
 	srv        *http.Server
-	fetched    chan struct{} // closed once the whole file was sent
-	once       sync.Once
+
+	mu       sync.Mutex
+	inFlight int
+	last     time.Time // when the last request ended (or serving began)
+	activity chan struct{}
 }
 
 func newViewer(path string, l net.Listener) *viewer {
-	v := &viewer{path: path, name: filepath.Base(path), l: l, fetched: make(chan struct{})}
+	v := &viewer{path: path, name: urlName(filepath.Base(path)), l: l, activity: make(chan struct{}, 1)}
 	v.srv = &http.Server{Handler: v}
 	return v
+}
+
+// urlName returns the name the file is served under: its own, with any
+// byte but a letter, a digit, '.', '-' and '_' made '_', so that the URL
+// view prints needs no escaping, in a path or in the UI's ?url= (where
+// '&', '#', '?', '%' and '+' would break it).
+func urlName(name string) string {
+	b := []byte(name)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '-' || c == '_') {
+			b[i] = '_'
+		}
+	}
+	return string(b)
 }
 
 // base returns the server's address, http://127.0.0.1:PORT.
 func (v *viewer) base() string { return "http://" + v.l.Addr().String() }
 
 // fileURL returns the URL of the trace on the server.
-func (v *viewer) fileURL() string { return v.base() + "/" + url.PathEscape(v.name) }
+func (v *viewer) fileURL() string { return v.base() + "/" + v.name }
 
 // uiURL returns the Perfetto UI's URL that opens the trace.
 func (v *viewer) uiURL() string { return perfettoUI + "/#!/?url=" + v.fileURL() }
 
-// serve serves until the file was fetched whole, or ctx is done.
-func (v *viewer) serve(ctx context.Context) error {
+// serve serves until ctx is done (Ctrl-C) or, if idle is not 0, no
+// request came for that long. A client that stalls in the middle of a
+// download does not hold it: a second after ctx is done, the connections
+// left are closed.
+func (v *viewer) serve(ctx context.Context, idle time.Duration) error {
 	errc := make(chan error, 1)
 	go func() { errc <- v.srv.Serve(v.l) }()
-	select {
-	case <-v.fetched:
-	case <-ctx.Done():
-	case err := <-errc:
-		return err
+	v.mu.Lock()
+	v.last = time.Now()
+	v.mu.Unlock()
+	var timeout <-chan time.Time
+	var timer *time.Timer
+	if idle > 0 {
+		timer = time.NewTimer(idle)
+		defer timer.Stop()
+		timeout = timer.C
 	}
-	return v.srv.Shutdown(context.Background()) // lets the last response finish
+	for {
+		select {
+		case <-ctx.Done():
+			return v.stop()
+		case err := <-errc:
+			return err
+		case <-v.activity:
+		case <-timeout:
+			v.mu.Lock()
+			quiet, since := v.inFlight == 0, time.Since(v.last)
+			v.mu.Unlock()
+			if quiet && since >= idle {
+				return v.stop()
+			}
+			timer.Reset(max(idle-since, time.Millisecond))
+		}
+	}
+}
+
+// stop lets the responses under way finish for a second, then closes
+// every connection.
+func (v *viewer) stop() error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if err := v.srv.Shutdown(ctx); err != nil {
+		return v.srv.Close()
+	}
+	return nil
 }
 
 // ServeHTTP serves the trace at /NAME, to the Perfetto UI's origin, and
 // nothing else: another path is 404, a request for another host name (a
-// page of another site reaching 127.0.0.1 by DNS rebinding) 403.
+// page of another site reaching 127.0.0.1 by DNS rebinding) 403. It
+// answers Range requests (http.ServeContent), as a browser resuming a
+// download sends them.
 func (v *viewer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	v.mu.Lock()
+	v.inFlight++
+	v.mu.Unlock()
+	defer func() {
+		v.mu.Lock()
+		v.inFlight--
+		v.last = time.Now()
+		v.mu.Unlock()
+		select {
+		case v.activity <- struct{}{}:
+		default:
+		}
+	}()
 	if host, _, err := net.SplitHostPort(r.Host); err != nil || (host != "127.0.0.1" && host != "localhost") {
 		http.Error(w, "tracer view serves 127.0.0.1 only", http.StatusForbidden)
 		return
@@ -149,13 +224,7 @@ func (v *viewer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.Set("Content-Type", "application/octet-stream")
-	h.Set("Content-Length", strconv.FormatInt(st.Size(), 10))
-	if r.Method == http.MethodHead {
-		return
-	}
-	if n, err := io.Copy(w, f); err == nil && n == st.Size() {
-		v.once.Do(func() { close(v.fetched) })
-	}
+	http.ServeContent(w, r, "", st.ModTime(), f)
 }
 
 // openBrowser opens link in the user's browser.

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,8 +18,9 @@ import (
 )
 
 // startViewer serves path on an ephemeral port of 127.0.0.1 and returns
-// the viewer and the error serve returns, when it does.
-func startViewer(t *testing.T, path string) (*viewer, <-chan error) {
+// the viewer, the error serve returns, when it does, and what stops it
+// as Ctrl-C does.
+func startViewer(t *testing.T, path string, idle time.Duration) (*viewer, <-chan error, context.CancelFunc) {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -26,8 +28,8 @@ func startViewer(t *testing.T, path string) (*viewer, <-chan error) {
 	done := make(chan error, 1)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	go func() { done <- v.serve(ctx) }()
-	return v, done
+	go func() { done <- v.serve(ctx, idle) }()
+	return v, done, cancel
 }
 
 // request sends method to url with the Host header host (its own if empty).
@@ -45,17 +47,17 @@ func request(t *testing.T, method, url, host string) *http.Response {
 	return resp
 }
 
-// TestViewServesTheFileOnce: the Perfetto UI's URL names the file on
+// TestViewServesTheFile: the Perfetto UI's URL names the file on
 // 127.0.0.1; the server answers the CORS preflight, serves the file's
-// bytes with the header the UI needs, refuses other paths and other host
-// names, and stops once the file was fetched whole. The bytes it served
-// load in trace_processor.
-func TestViewServesTheFileOnce(t *testing.T) {
+// bytes with the header the UI needs (whole, or the range asked for),
+// refuses other paths and other host names, serves it again (a reloaded
+// tab), and stops on Ctrl-C. The bytes it served load in trace_processor.
+func TestViewServesTheFile(t *testing.T) {
 	dir := t.TempDir()
 	path := writeFile(t, dir, "my trace.json", "[\n"+ev+",\n"+ev+"\n]\n")
-	v, done := startViewer(t, path)
+	v, done, stop := startViewer(t, path, 0)
 
-	assert.Equal(t, "https://ui.perfetto.dev/#!/?url="+v.base()+"/my%20trace.json", v.uiURL())
+	assert.Equal(t, "https://ui.perfetto.dev/#!/?url="+v.base()+"/my_trace.json", v.uiURL())
 	assert.True(t, strings.HasPrefix(v.base(), "http://127.0.0.1:"))
 
 	pre := request(t, http.MethodOptions, v.fileURL(), "")
@@ -67,31 +69,94 @@ func TestViewServesTheFileOnce(t *testing.T) {
 	_, port, _ := net.SplitHostPort(v.l.Addr().String())
 	assert.Equal(t, http.StatusForbidden, request(t, http.MethodGet, v.fileURL(), "evil.example:"+port).StatusCode, "DNS rebinding")
 	assert.Equal(t, http.StatusMethodNotAllowed, request(t, http.MethodPost, v.fileURL(), "").StatusCode)
-	select {
-	case <-done:
-		t.Fatal("stopped before the file was fetched")
-	default:
-	}
 
-	resp := request(t, http.MethodGet, v.fileURL(), "")
-	require.Equal(t, http.StatusOK, resp.StatusCode)
-	assert.Equal(t, perfettoUI, resp.Header.Get("Access-Control-Allow-Origin"))
-	body, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
 	want, err := os.ReadFile(path)
 	require.NoError(t, err)
-	assert.Equal(t, want, body)
+	var body []byte
+	for range 2 { // the UI's first load, then a reload of its tab
+		resp := request(t, http.MethodGet, v.fileURL(), "")
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		assert.Equal(t, perfettoUI, resp.Header.Get("Access-Control-Allow-Origin"))
+		body, err = io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		assert.Equal(t, want, body)
+	}
+	req, err := http.NewRequest(http.MethodGet, v.fileURL(), nil)
+	require.NoError(t, err)
+	req.Header.Set("Range", "bytes=2-9")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	part, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusPartialContent, resp.StatusCode)
+	assert.Equal(t, want[2:10], part)
+	select {
+	case <-done:
+		t.Fatal("stopped while the UI may fetch the file again")
+	default:
+	}
+	stop()
 	select {
 	case err := <-done:
 		require.NoError(t, err)
 	case <-time.After(5 * time.Second):
-		t.Fatal("still serving after the file was fetched")
+		t.Fatal("still serving after Ctrl-C")
 	}
 
 	served := filepath.Join(dir, "served.json")
 	require.NoError(t, os.WriteFile(served, body, 0o644))
 	perfetto, _ := tracecheck.Import(t, served)
 	assert.Equal(t, 2.0, perfetto[0].Totals()["thread_slices"])
+}
+
+// TestViewNames: a file name with characters that mean something in a
+// URL is served under a name the printed URL needs no escaping for.
+func TestViewNames(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"a&b.json", "a#b.json", "a?b.json", "100%.json", "a+b c.json"} {
+		path := writeFile(t, dir, name, "[\n"+ev+"\n]\n")
+		v, _, _ := startViewer(t, path, 0)
+		u, err := url.Parse(v.uiURL())
+		require.NoError(t, err)
+		frag, err := url.Parse(strings.TrimPrefix(u.Fragment, "!"))
+		require.NoError(t, err)
+		got := frag.Query()["url"]
+		assert.Equal(t, []string{v.fileURL()}, got, name)
+		resp := request(t, http.MethodGet, got[0], "")
+		assert.Equal(t, http.StatusOK, resp.StatusCode, name)
+	}
+}
+
+// TestViewStalledClient: Ctrl-C stops view even while a client holds a
+// download half read; and with no request for the idle time it stops by
+// itself.
+func TestViewStalledClient(t *testing.T) {
+	dir := t.TempDir()
+	path := writeFile(t, dir, "big.json", "[\n"+strings.Repeat(ev+",\n", 200_000)+ev+"\n]\n")
+	v, done, stop := startViewer(t, path, 0)
+	conn, err := net.Dial("tcp", v.l.Addr().String())
+	require.NoError(t, err)
+	defer conn.Close()
+	_, err = io.WriteString(conn, "GET /big.json HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+	require.NoError(t, err)
+	head := make([]byte, 100)
+	_, err = io.ReadFull(conn, head) // then reads no more
+	require.NoError(t, err)
+	stop()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Ctrl-C did not stop view while a client stalls")
+	}
+
+	_, done, _ = startViewer(t, path, 50*time.Millisecond)
+	select {
+	case err := <-done:
+		assert.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("view did not stop when idle")
+	}
 }
 
 // TestViewCommand runs tracer view without a browser: it prints the URL
@@ -115,7 +180,7 @@ func TestViewCommand(t *testing.T) {
 
 	out := make(chan string, 1)
 	go func() {
-		_, stdout, _ := runCmd("view", "-port", port, path)
+		_, stdout, _ := runCmd("view", "-port", port, "-idle", "300ms", path)
 		out <- stdout
 	}()
 	url := "http://127.0.0.1:" + port + "/t.json"
@@ -132,8 +197,9 @@ func TestViewCommand(t *testing.T) {
 	case stdout := <-out:
 		assert.Contains(t, stdout, "https://ui.perfetto.dev/#!/?url="+url)
 		assert.Contains(t, stdout, "ssh -L "+port+":127.0.0.1:"+port)
-	case <-time.After(5 * time.Second):
-		t.Fatal("tracer view did not stop after the fetch")
+		assert.Contains(t, stdout, "until Ctrl-C, or 300ms without a request")
+	case <-time.After(10 * time.Second):
+		t.Fatal("tracer view did not stop once idle")
 	}
 }
 
