@@ -209,3 +209,37 @@ func TestUsage(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckTimesAndDepths: a ts past what Perfetto holds is said to be
+// that, not "negative"; args nested past what catapult reads are a
+// problem, and past encoding/json's 10,000 levels still JSON.
+func TestCheckTimesAndDepths(t *testing.T) {
+	dir := t.TempDir()
+	deep := func(n int) string {
+		return `{"name":"x","ph":"X","ts":1,"dur":1,"pid":1,"tid":1,"args":{"a":` + strings.Repeat(`{"b":`, n) + "1" + strings.Repeat("}", n) + "}}"
+	}
+	for _, tc := range []struct {
+		name, event, want string
+	}{
+		{"huge ts", `{"name":"x","ph":"X","ts":1e300,"dur":2,"pid":1,"tid":1}`, "past the latest time Perfetto holds"},
+		{"overflowing ts", `{"name":"x","ph":"X","ts":9300000000000000,"dur":2,"pid":1,"tid":1}`, "past the latest time Perfetto holds"},
+		{"deep args", deep(8000), "nested 8001 levels deep: chrome://tracing refuses the file"},
+		{"args deeper than encoding/json", "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ev := tc.event
+			if ev == "" {
+				ev = `{"name":"x","ph":"X","ts":1,"dur":1,"pid":1,"tid":1,"args":{"a":` + strings.Repeat("[", 20000) + strings.Repeat("]", 20000) + "}}"
+			}
+			path := writeFile(t, dir, "t.json", "[\n"+ev+",\n"+`{"name":"y","ph":"X","ts":5,"dur":1,"pid":1,"tid":1}`+"\n]\n")
+			code, stdout, _ := runCmd("check", path)
+			if tc.want == "" {
+				assert.Equal(t, 0, code, stdout)
+				return
+			}
+			assert.Equal(t, 1, code)
+			assert.Contains(t, stdout, tc.want)
+			assert.NotContains(t, stdout, "at a negative ts")
+		})
+	}
+}

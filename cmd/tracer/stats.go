@@ -28,7 +28,7 @@ type Stats struct {
 	End      int64          `json:"end_ns"`
 	Duration int64          `json:"duration_ns"`
 	Wall     string         `json:"wall_start,omitempty"` // the wall-clock time of Start, if the trace has an anchor
-	Dropped  float64        `json:"dropped"`              // from the tracer.dropped counters
+	Dropped  Float          `json:"dropped"`              // from the tracer.dropped counters
 	Spans    []SpanStats    `json:"spans"`
 	Tracks   []TrackStats   `json:"tracks"`
 	Counters []CounterStats `json:"counters"`
@@ -72,13 +72,51 @@ type TrackStats struct {
 
 // CounterStats are the numbers of one series of a counter.
 type CounterStats struct {
-	Pid     string  `json:"pid"`
-	Name    string  `json:"name"`
-	Key     string  `json:"key"`
-	Samples int64   `json:"samples"`
-	Min     float64 `json:"min"`
-	Mean    float64 `json:"mean"`
-	Max     float64 `json:"max"`
+	Pid     string `json:"pid"`
+	Name    string `json:"name"`
+	Key     string `json:"key"`
+	Samples int64  `json:"samples"`
+	Min     Float  `json:"min"`
+	Mean    Float  `json:"mean"`
+	Max     Float  `json:"max"`
+}
+
+// A Float is a number of stats -json: a JSON number, or, for what JSON
+// has no number for (a counter's value of "inf", which Perfetto reads as
+// strtod does), the string "+Inf", "-Inf" or "NaN".
+type Float float64
+
+// MarshalJSON writes f as a number, or the name of an infinity or NaN.
+func (f Float) MarshalJSON() ([]byte, error) {
+	switch v := float64(f); {
+	case math.IsInf(v, 1):
+		return []byte(`"+Inf"`), nil
+	case math.IsInf(v, -1):
+		return []byte(`"-Inf"`), nil
+	case math.IsNaN(v):
+		return []byte(`"NaN"`), nil
+	default:
+		return json.Marshal(v)
+	}
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (f *Float) UnmarshalJSON(b []byte) error {
+	var v float64
+	switch string(b) {
+	case `"+Inf"`:
+		v = math.Inf(1)
+	case `"-Inf"`:
+		v = math.Inf(-1)
+	case `"NaN"`:
+		v = math.NaN()
+	default:
+		if err := json.Unmarshal(b, &v); err != nil {
+			return err
+		}
+	}
+	*f = Float(v)
+	return nil
 }
 
 // spanSorts are the orders -sort takes, each descending but name.
@@ -201,7 +239,7 @@ func computeStats(path string, quiet bool) (*Stats, error) {
 	anchored := false
 	var anchor int64
 	for _, p := range a.Processes {
-		s.Dropped += p.Dropped
+		s.Dropped += Float(p.Dropped)
 		if p.HasAnchor && (!anchored || p.Anchor < anchor) {
 			anchored, anchor = true, p.Anchor
 		}
@@ -229,7 +267,7 @@ func computeStats(path string, quiet bool) (*Stats, error) {
 	}
 	slices.SortStableFunc(s.Tracks, func(a, b TrackStats) int { return cmp.Compare(b.Busy, a.Busy) })
 	for _, c := range a.Counters {
-		s.Counters = append(s.Counters, CounterStats{Pid: c.Pid, Name: c.Name, Key: c.Key, Samples: c.N, Min: c.Min, Mean: c.Sum / float64(c.N), Max: c.Max})
+		s.Counters = append(s.Counters, CounterStats{Pid: c.Pid, Name: c.Name, Key: c.Key, Samples: c.N, Min: Float(c.Min), Mean: Float(c.Sum / float64(c.N)), Max: Float(c.Max)})
 	}
 	return s, nil
 }
@@ -296,11 +334,18 @@ func printStats(w io.Writer, s *Stats, top int) error {
 		return top
 	}
 	fmt.Fprintf(w, "%s: %d events, %d span names, %d tracks\n", s.File, s.Events, len(s.Spans), len(s.Tracks))
-	fmt.Fprintf(w, "time range: %s to %s (%s)", fmtDur(s.Start), fmtDur(s.End), fmtDur(s.Duration))
+	if absoluteTS(s.Start) {
+		// Microseconds since 1970 (the Go toolchain's) or since boot:
+		// as durations from ts 0 they would read "1800000000s to
+		// 1800000000s"; the ts themselves, as the file has them.
+		fmt.Fprintf(w, "time range: %s, ts %s to %s µs", fmtDur(s.Duration), tracefile.AppendMicros(nil, s.Start), tracefile.AppendMicros(nil, s.End))
+	} else {
+		fmt.Fprintf(w, "time range: %s to %s (%s)", fmtDur(s.Start), fmtDur(s.End), fmtDur(s.Duration))
+	}
 	if s.Wall != "" {
 		fmt.Fprintf(w, ", from %s", s.Wall)
 	}
-	fmt.Fprintf(w, "\ndropped events: %s\n", strconv.FormatFloat(s.Dropped, 'f', -1, 64))
+	fmt.Fprintf(w, "\ndropped events: %s\n", strconv.FormatFloat(float64(s.Dropped), 'f', -1, 64))
 	if s.Cut != "" {
 		fmt.Fprintln(w, s.Cut)
 	}
@@ -332,12 +377,18 @@ func printStats(w io.Writer, s *Stats, top int) error {
 		fmt.Fprintf(w, "\ncounters:\n")
 		fmt.Fprintln(tw, "pid\tsamples\tmin\tmean\tmax\t  name")
 		for _, c := range s.Counters {
-			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t  %s\n", c.Pid, c.Samples, fmtNum(c.Min), fmtNum(c.Mean), fmtNum(c.Max), c.Name+" "+c.Key)
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t  %s\n", c.Pid, c.Samples, fmtNum(float64(c.Min)), fmtNum(float64(c.Mean)), fmtNum(float64(c.Max)), c.Name+" "+c.Key)
 		}
 		tw.Flush()
 	}
 	return nil
 }
+
+// absoluteTS reports whether a trace's first ts is too far from 0 to read
+// as a duration from it: more than a day (a trace from ts 0, as the tracer
+// package writes it, rarely runs that long; a clock since boot or since
+// 1970 is there at once).
+func absoluteTS(ns int64) bool { return ns > 24*int64(time.Hour) || ns < -24*int64(time.Hour) }
 
 // fmtDur formats nanoseconds with three significant digits.
 func fmtDur(ns int64) string {

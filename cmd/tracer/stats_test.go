@@ -44,7 +44,7 @@ func TestStatsHandMade(t *testing.T) {
 	assert.Equal(t, int64(0), s.Start)
 	assert.Equal(t, us(200), s.End)
 	assert.Equal(t, "1970-01-01T00:16:40Z", s.Wall)
-	assert.Equal(t, 12.0, s.Dropped)
+	assert.Equal(t, Float(12), s.Dropped)
 	assert.Equal(t, []SpanStats{
 		{Name: "child", Count: 3, Total: us(120), Self: us(120), Mean: us(40), P50: us(40), P95: us(60), P99: us(60), Max: us(60)},
 		{Name: "open", Count: 1, Total: us(100), Self: us(40), Mean: us(100), P50: us(100), P95: us(100), P99: us(100), Max: us(100)},
@@ -226,4 +226,32 @@ func TestStatsTooDeep(t *testing.T) {
 	require.Equal(t, 0, code, stderr)
 	assert.Contains(t, stdout, "176 slices nested deeper than the 512 levels Perfetto keeps are left out, as Perfetto drops them (slice_max_depth_exceeded")
 	comparePerfetto(t, path)
+}
+
+// TestStatsInfinity: a counter value Perfetto reads as infinite (strtod
+// takes "inf") is printed by -json as "+Inf", not a failure.
+func TestStatsInfinity(t *testing.T) {
+	path := writeFile(t, t.TempDir(), "inf.json", "[\n"+
+		`{"name":"c","ph":"C","ts":1,"pid":1,"args":{"v":"inf"}},`+"\n"+
+		`{"name":"c","ph":"C","ts":2,"pid":1,"args":{"v":"-inf"}},`+"\n"+
+		`{"name":"c","ph":"C","ts":3,"pid":1,"args":{"v":1}}`+"\n]\n")
+	code, stdout, stderr := runCmd("stats", "-json", path)
+	require.Equal(t, 0, code, stderr)
+	var s Stats
+	require.NoError(t, json.Unmarshal([]byte(stdout), &s))
+	require.Len(t, s.Counters, 1)
+	assert.True(t, math.IsInf(float64(s.Counters[0].Min), -1))
+	assert.True(t, math.IsInf(float64(s.Counters[0].Max), 1))
+	assert.True(t, math.IsNaN(float64(s.Counters[0].Mean)))
+}
+
+// TestStatsAbsoluteTimeRange: a trace in microseconds since 1970 (the Go
+// toolchain's) gets its time range as the file's ts, not as durations
+// from ts 0 that read "1800000000s to 1800000000s".
+func TestStatsAbsoluteTimeRange(t *testing.T) {
+	path := writeFile(t, t.TempDir(), "abs.json", "[\n"+
+		`{"name":"a","ph":"X","ts":1795767407455819.5,"dur":38000000,"pid":1,"tid":1}`+"\n]\n")
+	code, stdout, stderr := runCmd("stats", path)
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, stdout, "time range: 38s, ts 1795767407455819.500 to 1795767445455819.500 µs")
 }

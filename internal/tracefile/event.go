@@ -44,6 +44,10 @@ type Event struct {
 	S       Str // an instant's scope: t (thread, the default), p or g
 
 	Args []Arg // the top-level members of args, in order
+	// ArgsDepth is how deep objects nest in args, args itself counted:
+	// catapult fails on the file past about 7,000 ("Maximum call stack
+	// size exceeded"); Perfetto reads any depth.
+	ArgsDepth int
 
 	// BadUTF8 is the offset in Raw of the first byte of invalid UTF-8 in
 	// a string, or -1. Go's and JavaScript's JSON parsers accept it (as

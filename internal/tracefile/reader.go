@@ -33,8 +33,9 @@ const (
 )
 
 // maxEvent is the largest event the Reader takes, uncompressed. An event
-// is held whole in memory, and the viewers fail long before this.
-const maxEvent = 256 << 20
+// is held whole in memory, and the viewers fail long before this. (A var
+// for tests.)
+var maxEvent = 256 << 20
 
 // perfettoSniff is how many first bytes Perfetto looks at to decide the
 // file is JSON: it must find `{"` in them, after white space and an
@@ -114,12 +115,16 @@ func (r *Reader) fill() bool {
 		r.buf, r.pos = r.buf[:n], 0
 	}
 	if len(r.buf) == cap(r.buf) {
-		if cap(r.buf) >= maxEvent {
+		// The buffer holds one event, not whole yet: it doubles, up to
+		// maxEvent exactly (append's growth would pass it).
+		if len(r.buf) >= maxEvent {
 			r.eof = true
 			r.err = fmt.Errorf("line %d: an event larger than %d MiB", r.line, maxEvent>>20)
 			return false
 		}
-		r.buf = append(r.buf, make([]byte, cap(r.buf))...)[:len(r.buf)]
+		grown := make([]byte, len(r.buf), min(2*cap(r.buf), maxEvent))
+		copy(grown, r.buf)
+		r.buf = grown
 	}
 	// Read at least as much as is buffered already: the caller scans what
 	// it holds again when an event is not whole, so reading a long event

@@ -9,10 +9,6 @@ import (
 	"unicode/utf8"
 )
 
-// maxDepth is the deepest nesting of arrays and objects accepted, the
-// limit encoding/json has.
-const maxDepth = 10000
-
 // A scanner validates one JSON value at a time in b and fills an Event
 // from an event object's members. Its methods take the offset of the
 // value's first byte and return the offset just past it, or -1 on
@@ -34,10 +30,13 @@ type scanner struct {
 
 	errOff int
 	errMsg string
+
+	stack   []byte // nested's, reused
+	objects int    // the deepest nesting of objects nested met, since reset
 }
 
 func (s *scanner) reset(b []byte) {
-	s.b, s.nl, s.depth, s.bad, s.short, s.errMsg, s.fixes = b, 0, 0, -1, false, "", 0
+	s.b, s.nl, s.depth, s.bad, s.short, s.errMsg, s.fixes, s.objects = b, 0, 0, -1, false, "", 0, 0
 }
 
 // fixes are the departures from JSON a lenient scanner met.
@@ -319,13 +318,18 @@ func (s *scanner) value(i int) int {
 	if i >= len(s.b) {
 		return s.needMore()
 	}
+	switch c := s.b[i]; c {
+	case '{', '[':
+		return s.nested(i)
+	}
+	return s.scalar(i)
+}
+
+// scalar scans the string, number or literal at i.
+func (s *scanner) scalar(i int) int {
 	switch c := s.b[i]; {
 	case c == '"':
 		return s.str(i)
-	case c == '{':
-		return s.object(i, nil)
-	case c == '[':
-		return s.array(i)
 	case c == '-' || isDigit(c):
 		return s.num(i)
 	case c == 't':
@@ -339,48 +343,119 @@ func (s *scanner) value(i int) int {
 	}
 }
 
-func (s *scanner) array(i int) int {
-	if s.depth++; s.depth > maxDepth {
-		return s.fail(i, "nested too deep")
+// closer returns the bracket that closes open.
+func closer(open byte) byte {
+	if open == '{' {
+		return '}'
 	}
-	i = s.ws(i + 1)
-	if i < len(s.b) && s.b[i] == ']' {
-		s.depth--
-		return i + 1
-	}
+	return ']'
+}
+
+// nested scans the object or array at i, nested to any depth, with a
+// stack of its own rather than by recursion: Perfetto reads args of any
+// depth, and catapult arrays 11,000 deep (objects, about 7,000: see
+// Event.ArgsDepth). It notes the deepest nesting of objects in objects.
+func (s *scanner) nested(i int) int {
+	b := s.b
+	stack := s.stack[:0]
+	defer func() { s.stack = stack[:0] }()
+	objects := 0
 	for {
-		i = s.ws(i)
-		if s.trailing(i, ']') {
-			s.depth--
-			return i + 1
+		// At the first byte of a value.
+		after := false
+		if c := b[i]; c == '{' || c == '[' {
+			stack = append(stack, c)
+			if c == '{' {
+				objects++
+				s.objects = max(s.objects, objects)
+			}
+			if i = s.ws(i + 1); i >= len(b) {
+				return s.needMore()
+			}
+			switch {
+			case b[i] == closer(c):
+				stack = stack[:len(stack)-1]
+				if c == '{' {
+					objects--
+				}
+				i++
+				after = true
+			case c == '{':
+				if i = s.key(i); i < 0 {
+					return i
+				}
+			}
+		} else {
+			if i = s.scalar(i); i < 0 {
+				return i
+			}
+			after = true
 		}
-		i = s.value(i)
-		if i < 0 {
-			return i
+		for after {
+			if len(stack) == 0 {
+				return i
+			}
+			if i = s.ws(i); i >= len(b) {
+				return s.needMore()
+			}
+			top := stack[len(stack)-1]
+			switch b[i] {
+			case ',':
+				if i = s.ws(i + 1); i >= len(b) {
+					return s.needMore()
+				}
+				if s.trailing(i, closer(top)) {
+					continue // the lenient scanner's ,} or ,]: b[i] closes it
+				}
+				if top == '{' {
+					if i = s.key(i); i < 0 {
+						return i
+					}
+				}
+				after = false
+			case closer(top):
+				stack = stack[:len(stack)-1]
+				if top == '{' {
+					objects--
+				}
+				i++
+			default:
+				return s.fail(i, "expected , or %c in %s, found %s", closer(top), map[byte]string{'{': "an object", '[': "an array"}[top], printable(b[i]))
+			}
 		}
-		i = s.ws(i)
-		if i >= len(s.b) {
+		if i >= len(b) {
 			return s.needMore()
 		}
-		switch s.b[i] {
-		case ',':
-			i++
-		case ']':
-			s.depth--
-			return i + 1
-		default:
-			return s.fail(i, "expected , or ] in an array, found %s", printable(s.b[i]))
-		}
 	}
+}
+
+// key scans the member name at i, in an object, and the colon after it,
+// and returns the offset of the member's value.
+func (s *scanner) key(i int) int {
+	b := s.b
+	if b[i] != '"' {
+		return s.fail(i, "expected a member name in quotes, found %s", printable(b[i]))
+	}
+	if i = s.str(i); i < 0 {
+		return i
+	}
+	if i = s.ws(i); i >= len(b) {
+		return s.needMore()
+	}
+	if b[i] != ':' {
+		return s.fail(i, "expected : after a member name, found %s", printable(b[i]))
+	}
+	if i = s.ws(i + 1); i >= len(b) {
+		return s.needMore()
+	}
+	return i
 }
 
 // object scans the object at i, calling member, if not nil, for each
 // member with its key and the offset of its value; member returns the
 // offset past the value, having scanned it.
 func (s *scanner) object(i int, member func(key []byte, esc bool, v int) int) int {
-	if s.depth++; s.depth > maxDepth {
-		return s.fail(i, "nested too deep")
-	}
+	s.depth++
 	i = s.ws(i + 1)
 	if i < len(s.b) && s.b[i] == '}' {
 		s.depth--
@@ -682,6 +757,8 @@ func (s *scanner) member(e *Event, key keyCode, v, start int) int {
 		}
 	case keyArgs:
 		if c == '{' {
+			s.objects = 0
+			defer func() { e.ArgsDepth = s.objects + 1 }()
 			return s.object(v, func(key []byte, esc bool, v int) int {
 				n := s.value(v)
 				if n > 0 {
@@ -763,14 +840,23 @@ func parseInt(b []byte) (int64, bool) {
 }
 
 // micros converts a JSON number of microseconds to nanoseconds, exactly
-// when number can, rounded otherwise.
+// when number can, rounded otherwise; one past the range of an int64 of
+// nanoseconds is math.MaxInt64 or math.MinInt64.
 func micros(b []byte) int64 {
 	s := scanner{b: append(b[:len(b):len(b)], ' ')}
 	if _, ns, ok := s.number(0); ok {
 		return ns
 	}
 	f, _ := strconv.ParseFloat(string(b), 64)
-	return int64(math.Round(max(min(f*1000, math.MaxInt64), math.MinInt64)))
+	// Clamped: float64(math.MaxInt64) is 2^63, which no int64 holds.
+	switch ns := math.Round(f * 1000); {
+	case ns >= math.MaxInt64:
+		return math.MaxInt64
+	case ns <= math.MinInt64:
+		return math.MinInt64
+	default:
+		return int64(ns)
+	}
 }
 
 // stringMicros converts the text of a string that holds a JSON number of

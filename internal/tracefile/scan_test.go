@@ -146,14 +146,18 @@ func (o iotestOneByte) Read(p []byte) (int, error) {
 }
 
 // FuzzScanner checks the scanner against encoding/json: it must never
-// panic, it must accept a value exactly when json.Valid does, and a
-// trace made of the value as its only event must give the event back.
+// panic, it must accept a value exactly when json.Valid does (but for
+// nesting deeper than encoding/json's 10,000 levels, which the viewers
+// read, and so does the scanner), and a trace made of the value as its
+// only event must give the event back.
 func FuzzScanner(f *testing.F) {
 	for _, s := range []string{
 		`{"name":"a","ph":"X","ts":1.5,"dur":2,"pid":1,"tid":1,"args":{"a":[1,{"b":null}],"c":"\u00e9"}}`,
 		`{"id2":{"local":"0x1"},"ph":"b","cat":"c"}`, `{"ts":01}`, `{"ts":1.}`, `{"ts":-}`, `{"a":"\x01"}`,
 		`{"a":"\ud800"}`, `[1,2,3]`, `"x"`, `1e5`, `{"a":tru}`, `{"a" : 1 , "b" : [ ] }`, "{\"a\":\"\xff\"}",
 		`{"pid":1.0,"tid":-0}`, `{"ts":123456789012345678901234}`,
+		`{"args":{"a":[[{"b":[]},{}],[]],"c":{"d":{}}}}`, `{"args":{"a":[1,]}}`, `{"args":{"a":{"b":1,}}}`,
+		`[[[[{"a":[{"b":{"c":[1,2,{"d":"e"}]}}]}]]]]`, `{"args":{"a":[1 2]}}`, `{"args":{"a":{"b" 1}}}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -176,6 +180,9 @@ func FuzzScanner(f *testing.F) {
 			end = s.ws(end)
 		}
 		ours := end == len(in)
+		if ours && !json.Valid(data) && depth(data) > 10000 {
+			return
+		}
 		assert.Equal(t, json.Valid(data), ours, "%q: scanner says %v (end %d, %q)", data, ours, end, s.errMsg)
 
 		// As the only event of a trace, through the Reader.
@@ -190,6 +197,53 @@ func FuzzScanner(f *testing.F) {
 		require.Len(t, evs, 1, "%q", data)
 		assert.Equal(t, string(trimmed), string(evs[0].Raw))
 	})
+}
+
+// depth returns the deepest nesting of brackets in data, outside strings.
+func depth(data []byte) int {
+	d, deepest, in, esc := 0, 0, false, false
+	for _, c := range data {
+		switch {
+		case esc:
+			esc = false
+		case in && c == '\\':
+			esc = true
+		case c == '"':
+			in = !in
+		case in:
+		case c == '{' || c == '[':
+			d++
+			deepest = max(deepest, d)
+		case c == '}' || c == ']':
+			d--
+		}
+	}
+	return deepest
+}
+
+// TestDeepArgs reads args nested far deeper than encoding/json's 10,000
+// levels, as Perfetto does, without recursion, and tells how deep their
+// objects nest (catapult fails past about 7,000).
+func TestDeepArgs(t *testing.T) {
+	const n = 200_000
+	for _, tc := range []struct {
+		name  string
+		value string
+		depth int
+	}{
+		{"arrays", strings.Repeat("[", n) + strings.Repeat("]", n), 1},
+		{"objects", strings.Repeat(`{"b":`, n) + "1" + strings.Repeat("}", n), n + 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			text := `[{"name":"x","ph":"X","ts":1,"dur":1,"pid":1,"tid":1,"args":{"a":` + tc.value + "}},\n" +
+				`{"name":"y","ph":"X","ts":5,"dur":1,"pid":1,"tid":1}]`
+			evs, problems := readAll(t, text)
+			require.Empty(t, problems)
+			require.Len(t, evs, 2)
+			assert.Equal(t, tc.depth, evs[0].ArgsDepth)
+			assert.Equal(t, "y", evs[1].Name.String())
+		})
+	}
 }
 
 // FuzzReader checks that no input makes the Reader panic or loop, and
@@ -226,4 +280,34 @@ func FuzzReader(f *testing.F) {
 		}
 		assert.Equal(t, objects, n, "%q", data)
 	})
+}
+
+// TestMaxEvent: an event larger than maxEvent stops the Reader with an
+// error, as docs/cli.md says, however the buffer grew to it; one just
+// under it is read.
+func TestMaxEvent(t *testing.T) {
+	defer func(m int) { maxEvent = m }(maxEvent)
+	maxEvent = 3 << 20
+	for _, tc := range []struct {
+		size int
+		ok   bool
+	}{{maxEvent - 1000, true}, {maxEvent + 1000, false}} {
+		text := `[{"name":"x","ph":"X","ts":1,"dur":1,"pid":1,"tid":1,"args":{"s":"` + strings.Repeat("a", tc.size) + `"}},` + "\n" +
+			`{"name":"y","ph":"X","ts":5,"dur":1,"pid":1,"tid":1}]`
+		r := NewReader(strings.NewReader(text))
+		var err error
+		n := 0
+		for err == nil {
+			if _, err = r.Next(); err == nil {
+				n++
+			}
+		}
+		if tc.ok {
+			assert.Equal(t, io.EOF, err)
+			assert.Equal(t, 2, n)
+		} else {
+			assert.ErrorContains(t, err, "an event larger than 3 MiB")
+			assert.Equal(t, 0, n)
+		}
+	}
 }
