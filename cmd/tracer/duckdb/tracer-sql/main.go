@@ -38,7 +38,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "usage: tracer sql [-format table|csv|json] FILE... 'QUERY'")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseInterleaved(fs, args); err != nil {
 		if err == flag.ErrHelp {
 			return 0
 		}
@@ -61,6 +61,36 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// parseInterleaved parses args, flags before or after the file names and
+// the query (tracer sql FILE 'QUERY' -format csv), as the tracer command
+// takes them; "--" ends the flags. The positional arguments are left in
+// fs.Args(), in order.
+func parseInterleaved(fs *flag.FlagSet, args []string) error {
+	var pos, rest []string
+	for i, a := range args {
+		if a == "--" {
+			args, rest = args[:i], args[i+1:]
+			break
+		}
+	}
+	for {
+		if err := fs.Parse(args); err != nil {
+			return err
+		}
+		args = fs.Args()
+		i := 0
+		for i < len(args) && (len(args[i]) < 2 || args[i][0] != '-') {
+			i++
+		}
+		pos = append(pos, args[:i]...)
+		if i == len(args) {
+			break
+		}
+		args = args[i:]
+	}
+	return fs.Parse(append([]string{"--"}, append(pos, rest...)...))
 }
 
 func sql(stdout, stderr io.Writer, files []string, query, format string) error {

@@ -25,6 +25,8 @@ func TestRun(t *testing.T) {
 	}{
 		{"query", []string{path, "SELECT name, dur FROM slice"}, 0, "name  dur\na     2000\n", ""},
 		{"csv", []string{"-format", "csv", path, "SELECT name FROM slice"}, 0, "name\na\n", ""},
+		{"flag after the query", []string{path, "SELECT name FROM slice", "-format", "csv"}, 0, "name\na\n", ""},
+		{"flag between", []string{path, "-format", "csv", "SELECT name FROM slice"}, 0, "name\na\n", ""},
 		{"no file", []string{"SELECT 1 AS one"}, 0, "one\n1\n", ""},
 		{"nothing", nil, 2, "", "want the trace files, then the query"},
 		{"bad format", []string{"-format", "xml", path, "SELECT 1"}, 2, "", `unknown format "xml"`},
