@@ -57,11 +57,22 @@ func runCheck(args []string, stdout, stderr io.Writer) error {
 // note, if not nil, gets what the user should know that is no problem.
 func checkFile(path string, quiet bool, report func(tracefile.Problem), note ...*string) (map[tracefile.Kind]int, int64, error) {
 	problems := map[tracefile.Kind]int{}
+	misplaced := 0 // Perfetto's misplaced_end_event, as reported
 	onProblem := func(p tracefile.Problem) {
 		problems[p.Kind]++
+		if p.Perfetto == "misplaced_end_event" {
+			misplaced++
+		}
 		report(p)
 	}
-	in, err := openInput(path, quiet, onProblem)
+	// A track with flow events Perfetto may bind to no slice is read
+	// again (see trace.Analyzer.FlowTracks).
+	read, done, err := rereadable(path)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer done()
+	in, err := openInput(read, quiet, onProblem)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -75,10 +86,33 @@ func checkFile(path string, quiet bool, report func(tracefile.Problem), note ...
 	if err != nil {
 		return nil, 0, fmt.Errorf("%s: %w", path, err)
 	}
+	if tracks := a.FlowTracks().Union(a.Tangled()); tracks != nil {
+		// Replayed as Perfetto's importer takes them: which flow events
+		// it binds to no slice, and where it cuts B events left open
+		// (unless the first reading found such cuts, which it reports
+		// at the E events that make them).
+		again, err := openInput(read, true, nil)
+		if err != nil {
+			return nil, 0, err
+		}
+		defer again.Close()
+		b := trace.NewAnalyzer()
+		b.Exact, b.ReplayReports = tracks, true
+		b.OnProblem = func(p tracefile.Problem) {
+			if p.Perfetto == "misplaced_end_event" && misplaced == 0 {
+				onProblem(p)
+			}
+		}
+		if err := again.each(func(ev *tracefile.Event) error { b.Add(ev); return nil }); err != nil {
+			return nil, 0, fmt.Errorf("%s: %w", path, err)
+		}
+		b.FinishExact(b.MaxTS)
+		a.PerfettoFlows(b)
+	}
 	cut := ""
 	if in.crashed() {
 		open := len(a.Open())
-		cut = fmt.Sprintf("cut: the file ends as a crash leaves it (both viewers load it; tracer repair makes it strict JSON), %d %s still open at the end", open, plural(open, "span"))
+		cut = fmt.Sprintf("cut: the file ends as a crash leaves it, %d %s still open at the end (in the bare [ form, cut on an event's end, both viewers load it; tracer repair makes it strict JSON)", open, plural(open, "span"))
 	}
 	a.Finish(in.crashed())
 	for _, n := range note {

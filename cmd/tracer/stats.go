@@ -174,15 +174,13 @@ func runStats(args []string, stdout, stderr io.Writer) error {
 // sorted by total time and tracks by busy time.
 func computeStats(path string, quiet bool) (*Stats, error) {
 	problems := 0
-	read := path // what is read: path, or its spooled copy
-	if st, err := os.Stat(path); path == "-" || err == nil && !st.Mode().IsRegular() {
-		// A track Perfetto nests in ways a stream cannot follow is read
-		// again (see statsAgain): a pipe is read once, into a file.
-		if read, err = spool(path); err != nil {
-			return nil, err
-		}
-		defer os.Remove(read)
+	// A track Perfetto nests in ways a stream cannot follow is read
+	// again (see statsAgain).
+	read, done, err := rereadable(path)
+	if err != nil {
+		return nil, err
 	}
+	defer done()
 	in, err := openInput(read, quiet, func(tracefile.Problem) { problems++ })
 	if err != nil {
 		return nil, err
@@ -275,6 +273,19 @@ func computeStats(path string, quiet bool) (*Stats, error) {
 // replayAll makes stats replay every track as Perfetto does, as it does
 // those nested too deep (for tests).
 var replayAll = false
+
+// rereadable returns a name for the input at path that can be read
+// twice: path itself, or for a pipe, a FIFO or "-" (standard input), a
+// temporary copy of it, which done removes.
+func rereadable(path string) (read string, done func(), err error) {
+	if st, err := os.Stat(path); path != "-" && (err != nil || st.Mode().IsRegular()) {
+		return path, func() {}, nil // a missing file is reported where it is opened
+	}
+	if read, err = spool(path); err != nil {
+		return "", nil, err
+	}
+	return read, func() { os.Remove(read) }, nil
+}
 
 // spool copies the input at path (a pipe, a FIFO, "-" for standard
 // input) to a temporary file and returns its name.

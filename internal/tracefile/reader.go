@@ -13,7 +13,21 @@ type Problem struct {
 	Line int
 	Kind Kind
 	Msg  string
+	// Perfetto and Catapult say what each viewer's importer reports of
+	// it, where that is known: the name of the import error (Perfetto's
+	// stats) or warning (catapult's importWarning type), Refuses for a
+	// file it does not load, ShowsNothing for one it loads empty, "" for
+	// nothing (it may still show the file otherwise than it was meant:
+	// Msg says how).
+	Perfetto, Catapult string
 }
+
+// What a viewer does with a whole file, for Problem.Perfetto and
+// Problem.Catapult.
+const (
+	Refuses      = "refuses the file"
+	ShowsNothing = "shows nothing"
+)
 
 // Kind sorts problems, for tests and for the summary check prints.
 type Kind string
@@ -98,9 +112,26 @@ func NewReader(r io.Reader) *Reader {
 func (r *Reader) Line() int { return r.line }
 
 func (r *Reader) problem(line int, k Kind, format string, args ...any) {
+	r.problemV(line, k, "", "", format, args...)
+}
+
+// problemV reports a problem with what each viewer reports of it.
+func (r *Reader) problemV(line int, k Kind, perfetto, catapult string, format string, args ...any) {
 	if r.OnProblem != nil {
-		r.OnProblem(Problem{Line: line, Kind: k, Msg: fmt.Sprintf(format, args...)})
+		r.OnProblem(Problem{Line: line, Kind: k, Msg: fmt.Sprintf(format, args...), Perfetto: perfetto, Catapult: catapult})
 	}
+}
+
+// torn reports a file that ends inside an event: the bare array, which
+// Perfetto reads up to the event before (chrome://tracing's JSON.parse
+// fails), or the object form, which neither viewer loads.
+func (r *Reader) tornAt(line int) {
+	r.torn = true
+	if r.obj {
+		r.problemV(line, KindTorn, Refuses, Refuses, "the file ends inside an event, in the {\"traceEvents\":[ form, which neither viewer loads cut (tracer repair cuts the event and closes it)")
+		return
+	}
+	r.problemV(line, KindTorn, "", Refuses, "the file ends inside an event (a torn last line, as a crash leaves it): Perfetto drops the event; chrome://tracing refuses the file (tracer repair cuts it)")
 }
 
 // fill reads more input, keeping buf[pos:]. It returns false at the end
@@ -196,7 +227,7 @@ func (r *Reader) step() (ev *Event, ok bool) {
 		r.first = false
 		if bytes.HasPrefix(r.buf[r.pos:], utf8BOM) {
 			// catapult reads past it; Perfetto refuses the file.
-			r.problem(1, KindFraming, "a UTF-8 byte order mark before the trace: Perfetto refuses the file (Unknown trace type); tracer repair removes it")
+			r.problemV(1, KindFraming, Refuses, "", "a UTF-8 byte order mark before the trace: Perfetto refuses the file (Unknown trace type); tracer repair removes it")
 			r.pos += len(utf8BOM)
 		}
 		r.sniff()
@@ -218,7 +249,7 @@ func (r *Reader) step() (ev *Event, ok bool) {
 			r.state = stObjFirst
 			r.obj = true
 		default:
-			r.problem(r.line, KindNotJSON, "not a JSON trace: it starts with %s, not [ or {", printable(c))
+			r.problemV(r.line, KindNotJSON, Refuses, Refuses, "not a JSON trace: it starts with %s, not [ or {", printable(c))
 			r.stop()
 		}
 		return nil, true
@@ -226,7 +257,7 @@ func (r *Reader) step() (ev *Event, ok bool) {
 		switch c {
 		case ']':
 			if r.state == stAfterComma {
-				r.problem(r.line, KindFraming, "a comma before the closing ] (chrome://tracing refuses the file)")
+				r.problemV(r.line, KindFraming, "", Refuses, "a comma before the closing ] (chrome://tracing refuses the file)")
 			}
 			r.pos++
 			r.state = stDone
@@ -236,14 +267,14 @@ func (r *Reader) step() (ev *Event, ok bool) {
 			return nil, true
 		case ',':
 			if r.state != stAfterElem {
-				r.problem(r.line, KindFraming, "a comma where an event should be (invalid JSON: chrome://tracing refuses the file)")
+				r.problemV(r.line, KindFraming, "", Refuses, "a comma where an event should be (invalid JSON: chrome://tracing refuses the file)")
 			}
 			r.pos++
 			r.state = stAfterComma
 			return nil, true
 		}
 		if r.state == stAfterElem {
-			r.problem(r.line, KindFraming, "no comma between two events (chrome://tracing refuses the file)")
+			r.problemV(r.line, KindFraming, "", Refuses, "no comma between two events (chrome://tracing refuses the file)")
 			r.state = stAfterComma // reported once, if the element needs more input
 		}
 		return r.element()
@@ -263,12 +294,12 @@ func (r *Reader) step() (ev *Event, ok bool) {
 			r.pos++
 			r.state = stDone
 		default:
-			r.problem(r.line, KindFraming, "expected , or } after a member of the top-level object, found %s", printable(c))
+			r.problemV(r.line, KindFraming, Refuses, Refuses, "expected , or } after a member of the top-level object, found %s", printable(c))
 			r.stop()
 		}
 		return nil, true
 	default: // stDone
-		r.problem(r.line, KindFraming, "text after the end of the trace: %s", printable(c))
+		r.problemV(r.line, KindFraming, "", Refuses, "text after the end of the trace: %s", printable(c))
 		r.stop()
 		return nil, true
 	}
@@ -302,8 +333,7 @@ func (r *Reader) element() (*Event, bool) {
 	if end < 0 {
 		if r.sc.short {
 			if r.eof {
-				r.torn = true
-				r.problem(r.line, KindTorn, "the file ends inside an event (torn last line, as a crash leaves it: tracer repair cuts it)")
+				r.tornAt(r.line)
 				r.stop()
 				return nil, true
 			}
@@ -353,7 +383,7 @@ func (r *Reader) lenientEvent(start, end int) *Event {
 	if r.sc.fixes&fixCtrl != 0 {
 		what = append(what, "a raw control character in a string")
 	}
-	r.problem(line, KindStrict, "%s: not JSON, so chrome://tracing refuses the whole file; Perfetto reads it (tracer repair writes it as JSON)", strings.Join(what, " and "))
+	r.problemV(line, KindStrict, "", Refuses, "%s: not JSON, so chrome://tracing refuses the whole file; Perfetto reads it (tracer repair writes it as JSON)", strings.Join(what, " and "))
 	r.line += bytes.Count(raw, []byte{'\n'})
 	r.pos = end
 	r.elemEnd = r.base + int64(end)
@@ -391,12 +421,11 @@ func (r *Reader) syntaxError(start int) {
 	if r.eof && blank() {
 		// Only white space follows: the last line is cut off, and its
 		// newline (or the end) came where the event should go on.
-		r.torn = true
-		r.problem(r.line, KindTorn, "the file ends inside an event (torn last line, as a crash leaves it: tracer repair cuts it)")
+		r.tornAt(r.line)
 		r.stop()
 		return
 	}
-	r.problem(line, KindSyntax, "invalid JSON, which the viewers refuse: %s", r.sc.errMsg)
+	r.problemV(line, KindSyntax, Refuses, Refuses, "invalid JSON, which the viewers refuse: %s", r.sc.errMsg)
 	if next < 0 {
 		// The rest of the line may not be here yet: drop what is, and
 		// go on dropping until a newline.
@@ -427,7 +456,7 @@ func (r *Reader) member() (*Event, bool) {
 	r.sc.reset(r.buf)
 	i := r.pos
 	if r.buf[i] != '"' {
-		r.problem(r.line, KindFraming, "expected a member name in the top-level object, found %s", printable(r.buf[i]))
+		r.problemV(r.line, KindFraming, Refuses, Refuses, "expected a member name in the top-level object, found %s", printable(r.buf[i]))
 		r.stop()
 		return nil, true
 	}
@@ -451,7 +480,7 @@ func (r *Reader) member() (*Event, bool) {
 			return nil, true
 		}
 		if string(key) == "systemTraceEvents" && v < len(r.buf) && r.buf[v] != '"' {
-			r.problem(r.line+r.sc.nl, KindFraming, `systemTraceEvents is not a string: Perfetto refuses the whole file; chrome://tracing warns ("Couldn't create an importer for the provided eventData")`)
+			r.problemV(r.line+r.sc.nl, KindFraming, Refuses, "", `systemTraceEvents is not a string: Perfetto refuses the whole file; chrome://tracing warns ("Couldn't create an importer for the provided eventData")`)
 		}
 		k = r.sc.value(v)
 		if k > 0 && r.OnMember != nil {
@@ -461,13 +490,13 @@ func (r *Reader) member() (*Event, bool) {
 	if k < 0 {
 		if r.sc.short {
 			if r.eof {
-				r.problem(r.line, KindTorn, "the file ends inside the top-level object")
+				r.problemV(r.line, KindTorn, Refuses, Refuses, "the file ends inside the top-level object, which neither viewer loads cut")
 				r.stop()
 				return nil, true
 			}
 			return nil, false
 		}
-		r.problem(r.line+bytes.Count(r.buf[i:r.sc.errOff], []byte{'\n'}), KindSyntax, "invalid JSON: %s", r.sc.errMsg)
+		r.problemV(r.line+bytes.Count(r.buf[i:r.sc.errOff], []byte{'\n'}), KindSyntax, Refuses, Refuses, "invalid JSON: %s", r.sc.errMsg)
 		r.stop()
 		return nil, true
 	}
@@ -496,7 +525,7 @@ func (r *Reader) sniff() {
 	}
 	b = bytes.TrimPrefix(b, []byte{'['})
 	if !bytes.HasPrefix(b, []byte(`{"`)) {
-		r.problem(1, KindDetect, `no [{" in the first %d bytes: Perfetto does not recognise the file as a JSON trace`, perfettoSniff)
+		r.problemV(1, KindDetect, ShowsNothing, "", `no [{" in the first %d bytes: Perfetto does not recognise the file as a JSON trace`, perfettoSniff)
 	}
 }
 
@@ -507,10 +536,10 @@ func (r *Reader) finish() {
 		r.problem(r.line, KindFraming, "the file is empty")
 	case stArrayFirst, stAfterElem, stAfterComma:
 		if r.obj {
-			r.problem(r.line, KindFraming, `the traceEvents array is not closed: Perfetto accepts an unterminated array only in the bare [ form`)
+			r.problemV(r.line, KindFraming, Refuses, Refuses, `the traceEvents array is not closed: neither viewer loads the {"traceEvents":[ form cut (Perfetto accepts an unterminated array only in the bare [ form; tracer repair closes it)`)
 		}
 	case stObjFirst, stObjKey, stObjAfter:
-		r.problem(r.line, KindFraming, "the top-level object is not closed")
+		r.problemV(r.line, KindFraming, Refuses, Refuses, "the top-level object is not closed: neither viewer loads it (tracer repair closes it)")
 	}
 }
 

@@ -163,11 +163,12 @@ func (s *Source) ReportGzip(line int, report func(Problem)) {
 	}
 	switch {
 	case s.Cut:
-		report(Problem{line, KindGzip, "the last gzip member is cut short (Perfetto refuses the whole file: \"Compressed stream incomplete\"; tracer repair keeps what it holds)"})
+		report(Problem{Line: line, Kind: KindGzip, Perfetto: Refuses, Catapult: Refuses,
+			Msg: "the last gzip member is cut short: neither viewer loads the file (Perfetto: \"Compressed stream incomplete\"); tracer repair keeps what it holds"})
 	case s.GzipErr != nil:
-		report(Problem{line, KindGzip, s.GzipErr.Error()})
+		report(Problem{Line: line, Kind: KindGzip, Msg: s.GzipErr.Error(), Perfetto: Refuses, Catapult: Refuses})
 	}
 	if s.Members > 1 {
-		report(Problem{1, KindMembers, fmt.Sprintf("%d gzip members, as a killed process leaves them: chrome://tracing reads only the first (tracer repair writes one)", s.Members)})
+		report(Problem{Line: 1, Kind: KindMembers, Msg: fmt.Sprintf("%d gzip members, as a killed process leaves them: chrome://tracing reads only the first (tracer repair writes one)", s.Members)})
 	}
 }

@@ -11,22 +11,25 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/gotracer/tracer/internal/tracefile"
 )
 
 // The kinds of problems that need the events' meaning.
 const (
-	KindPhase   tracefile.Kind = "phase"   // no phase, or one the viewers do not know
-	KindIDs     tracefile.Kind = "ids"     // a pid or tid the viewers change
-	KindTS      tracefile.Kind = "ts"      // a missing or negative ts or dur
-	KindNesting tracefile.Kind = "nesting" // an E without its B, or out of order
-	KindOverlap tracefile.Kind = "overlap" // X slices that overlap without nesting
-	KindAsync   tracefile.Kind = "async"   // an async e without its b, or without cat
-	KindFlow    tracefile.Kind = "flow"    // a flow event outside every slice
-	KindCounter tracefile.Kind = "counter" // a counter Perfetto cannot read
-	KindDepth   tracefile.Kind = "depth"   // slices nested deeper than Perfetto keeps
-	KindPid     tracefile.Kind = "pid"     // an event without pid: chrome://tracing refuses the file
+	KindPhase    tracefile.Kind = "phase"    // no phase, or one the viewers do not know
+	KindIDs      tracefile.Kind = "ids"      // a pid or tid the viewers change
+	KindTS       tracefile.Kind = "ts"       // a missing or negative ts or dur
+	KindNesting  tracefile.Kind = "nesting"  // an E without its B, or out of order
+	KindOverlap  tracefile.Kind = "overlap"  // X slices that overlap without nesting
+	KindAsync    tracefile.Kind = "async"    // an async e without its b, or without cat
+	KindFlow     tracefile.Kind = "flow"     // a flow event outside every slice
+	KindCounter  tracefile.Kind = "counter"  // a counter Perfetto cannot read
+	KindDepth    tracefile.Kind = "depth"    // slices nested deeper than Perfetto keeps
+	KindPid      tracefile.Kind = "pid"      // an event without pid: chrome://tracing refuses the file
+	KindArgs     tracefile.Kind = "args"     // an E repeating its B's args
+	KindMetadata tracefile.Kind = "metadata" // metadata a viewer does not know
 )
 
 // catapultArgsDepth is the deepest nesting of objects in args that
@@ -55,6 +58,9 @@ type Analyzer struct {
 	// by FinishExact: another Analyzer's Deep (see exact.go).
 	Exact    TrackSet
 	ExactAll bool // every track (for tests)
+	// ReplayReports makes the replay of the Exact tracks report the B
+	// events Perfetto cuts (misplaced_end_event), for check.
+	ReplayReports bool
 
 	Events     int64
 	MinTS      int64 // earliest ts, or start of a slice
@@ -76,7 +82,8 @@ type Analyzer struct {
 	foldIdx    []int32
 	stacked    int // the slices of every track's tree
 	foldChain  []bool
-	flows      map[string]int32 // open flow ids: the line of their s
+	flows      map[string]int32 // flow ids (category, name, id): their number
+	flowEvs    []flowEvent      // see finishFlows
 	flowKey    []byte
 	noPid      bool
 	unordered  bool  // a slice ended before one that came before it on its track
@@ -94,6 +101,12 @@ type Analyzer struct {
 	lastKey    trackKey
 	lastTrack  *track
 	steps      int64 // work on the trees beyond a step per slice: see TestDeepNestingLinear
+	line       int32 // of the event being added
+
+	cataOpen    map[string][]catapultB // per thread, the B events catapult holds open
+	endCatapult string                 // what catapult warns of the E being followed
+	endWhy      string
+	asyncs      []asyncEvent // see finishAsyncs
 }
 
 // NameStats are the numbers of the slices of one name.
@@ -143,12 +156,28 @@ func NewAnalyzer() *Analyzer {
 		procIdx:    map[int64]*Process{},
 		flows:      map[string]int32{},
 		exact:      map[int64]string{},
+		cataOpen:   map[string][]catapultB{},
 	}
 }
 
 func (a *Analyzer) problem(line int, k tracefile.Kind, format string, args ...any) {
+	a.problemV(line, k, "", "", format, args...)
+}
+
+// problemV reports a problem with what each viewer reports of it (see
+// tracefile.Problem). A problem of an E's nesting takes what catapult
+// says of that E (see catapultEnd), which is then said.
+func (a *Analyzer) problemV(line int, k tracefile.Kind, perfetto, catapult string, format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	if k == KindNesting && catapult == "" && a.endCatapult != "" {
+		catapult = a.endCatapult
+		if !strings.Contains(msg, "chrome://tracing") {
+			msg += "; " + a.endWhy
+		}
+		a.endCatapult = ""
+	}
 	if a.OnProblem != nil {
-		a.OnProblem(tracefile.Problem{Line: line, Kind: k, Msg: fmt.Sprintf(format, args...)})
+		a.OnProblem(tracefile.Problem{Line: line, Kind: k, Msg: msg, Perfetto: perfetto, Catapult: catapult})
 	}
 }
 
@@ -196,7 +225,7 @@ func (a *Analyzer) subSelf(name int32, d int64) { a.Names[name].Self -= d }
 
 func (a *Analyzer) overlap(t *track, line int, name int32, s, e int64, p *slice) {
 	t.overlaps++
-	a.problem(line, KindOverlap, "slice %q [%s, %s] overlaps %q [%s, %s] (line %d) on pid %s tid %s without nesting: Perfetto moves the later of them to an extra track",
+	a.problemV(line, KindOverlap, "slice_spill_overlapping_complete_event", "", "slice %q [%s, %s] overlaps %q [%s, %s] (line %d) on pid %s tid %s without nesting: Perfetto moves the later of them to an extra track",
 		a.Names[name].Name, us(s), us(e), a.Names[p.name].Name, us(p.start), us(p.end), p.line, t.pid.Raw, t.tid.Raw)
 }
 
@@ -215,6 +244,7 @@ func (a *Analyzer) seeTS(ts int64) {
 // Add follows one event.
 func (a *Analyzer) Add(e *tracefile.Event) {
 	a.Events++
+	a.line = int32(e.Line)
 	ph := e.Phase()
 	a.sorter(e, ph)
 	if ph == 0 {
@@ -230,7 +260,7 @@ func (a *Analyzer) Add(e *tracefile.Event) {
 		return
 	}
 	if e.ArgsDepth > catapultArgsDepth {
-		a.problem(e.Line, KindDepth, "args holding objects nested %d levels deep: chrome://tracing refuses the file past about 7,000 (Maximum call stack size exceeded); Perfetto reads it", e.ArgsDepth)
+		a.problemV(e.Line, KindDepth, "", tracefile.Refuses, "args holding objects nested %d levels deep: chrome://tracing refuses the file past about 7,000 (Maximum call stack size exceeded); Perfetto reads it", e.ArgsDepth)
 	}
 	a.checkIDs(e, "pid", e.Pid)
 	a.checkIDs(e, "tid", e.Tid)
@@ -238,7 +268,7 @@ func (a *Analyzer) Add(e *tracefile.Event) {
 		// chrome://tracing puts every event but a global instant in a
 		// process.
 		a.noPid = true
-		a.problem(e.Line, KindPid, "%s %c event without pid: chrome://tracing refuses the whole file (\"pid must be provided\"); this is the first", article(ph), ph)
+		a.problemV(e.Line, KindPid, "", tracefile.Refuses, "%s %c event without pid: chrome://tracing refuses the whole file (\"pid must be provided\"); this is the first", article(ph), ph)
 	}
 	if ph == 'M' {
 		a.metadata(e)
@@ -249,22 +279,22 @@ func (a *Analyzer) Add(e *tracefile.Event) {
 		return
 	}
 	if e.TS == math.MaxInt64 || ph == 'X' && e.HasDur && e.Dur > 0 && e.TS > math.MaxInt64-e.Dur {
-		a.problem(e.Line, KindTS, "%s %c event at a ts past the latest time Perfetto holds (2^63 ns, 292 years of microseconds): Perfetto drops it (trace_sorter_negative_timestamp_dropped: it overflows to a negative ts) or puts it at ts 0", article(ph), ph)
+		a.problemV(e.Line, KindTS, "trace_sorter_negative_timestamp_dropped", "", "%s %c event at a ts past the latest time Perfetto holds (2^63 ns, 292 years of microseconds): Perfetto drops it (trace_sorter_negative_timestamp_dropped: it overflows to a negative ts) or puts it at ts 0", article(ph), ph)
 		return
 	}
 	if e.TS < 0 {
-		a.problem(e.Line, KindTS, "%s %c event at a negative ts: Perfetto drops it (trace_sorter_negative_timestamp_dropped)", article(ph), ph)
+		a.problemV(e.Line, KindTS, "trace_sorter_negative_timestamp_dropped", "", "%s %c event at a negative ts: Perfetto drops it (trace_sorter_negative_timestamp_dropped)", article(ph), ph)
 		return
 	}
 	a.seeTS(e.TS)
 	switch ph {
 	case 'X':
 		if !e.HasDur {
-			a.problem(e.Line, KindTS, "an X event without a numeric dur: Perfetto drops it (json_parser_failure)")
+			a.problemV(e.Line, KindTS, "json_parser_failure", "", "an X event without a numeric dur: Perfetto drops it (json_parser_failure)")
 			return
 		}
 		if e.Dur < 0 {
-			a.problem(e.Line, KindTS, "an X event with a negative dur: Perfetto drops it (slice_negative_duration)")
+			a.problemV(e.Line, KindTS, "slice_negative_duration", "", "an X event with a negative dur: Perfetto drops it (slice_negative_duration)")
 			return
 		}
 		a.seeTS(e.TS + e.Dur)
@@ -274,6 +304,7 @@ func (a *Analyzer) Add(e *tracefile.Event) {
 		}
 		a.slice(t, e.TS, e.TS+e.Dur, name, e.Line, false, a.Events)
 	case 'B':
+		a.catapultBegin(e)
 		t := a.track(e)
 		if a.record(t, 'B', e.TS, 0, a.name(e.Name), false) {
 			return
@@ -291,7 +322,12 @@ func (a *Analyzer) Add(e *tracefile.Event) {
 			a.exact[a.Events] = e.Name.String() // for the E that repair -close-open writes
 		}
 	case 'E':
+		a.endCatapult, a.endWhy = a.catapultEnd(e)
 		a.end(e)
+		if a.endCatapult != "" {
+			a.problemV(e.Line, KindNesting, "", a.endCatapult, "an E event on pid %s tid %s: %s; Perfetto matches it", e.Pid.Raw, e.Tid.Raw, a.endWhy)
+			a.endCatapult = ""
+		}
 	case 'i', 'I', 'R':
 		// Perfetto makes an instant of a thread (the default scope) a
 		// slice of no duration on its track.
@@ -308,10 +344,10 @@ func (a *Analyzer) Add(e *tracefile.Event) {
 		a.flow(e, ph)
 	case 'S', 'T', 'p', 'F':
 		if e.ID == nil {
-			a.problem(e.Line, KindAsync, "an async %c event without id: chrome://tracing drops it (\"Async events (ph: S, T, p, or F) require an id parameter\")", ph)
+			a.problemV(e.Line, KindAsync, "", "async_slice_parse_error", "an async %c event without id: chrome://tracing drops it (\"Async events (ph: S, T, p, or F) require an id parameter\")", ph)
 		}
 		if ph == 'T' {
-			a.problem(e.Line, KindPhase, "a legacy async step (T): Perfetto fails on it (json_parser_failure)")
+			a.problemV(e.Line, KindPhase, "json_parser_failure", "", "a legacy async step (T): Perfetto fails on it (json_parser_failure)")
 		}
 	case 'C':
 		a.counter(e)
@@ -328,7 +364,7 @@ func (a *Analyzer) Add(e *tracefile.Event) {
 func (a *Analyzer) sorter(e *tracefile.Event, ph byte) {
 	ts := e.TS
 	switch {
-	case ph == 'X' && e.HasTS && e.HasDur && e.Dur >= 0 && e.TS >= 0:
+	case ph == 'X' && e.HasTS && e.TS >= 0:
 		a.sawX = true
 	case !e.HasTS && ph == 'M':
 		ts = 0
@@ -474,7 +510,7 @@ func (a *Analyzer) end(e *tracefile.Event) {
 				a.Names[n].Name, e.Pid.Raw, e.Tid.Raw, a.Names[top.name].Name, top.line)
 			return
 		case i < inner:
-			a.problem(e.Line, KindNesting, "an E event named %q ends the B of line %d, but %q (line %d) is open inside it: Perfetto ends the first and cuts the second there (misplaced_end_event); chrome://tracing ends the second (\"Titles do not match\")",
+			a.problemV(e.Line, KindNesting, "misplaced_end_event", "", "an E event named %q ends the B of line %d, but %q (line %d) is open inside it: Perfetto ends the first and cuts the second there (misplaced_end_event); chrome://tracing ends the second (\"Titles do not match\")",
 				a.Names[n].Name, t.open[i].line, a.Names[top.name].Name, top.line)
 		}
 	}
@@ -518,11 +554,14 @@ func (a *Analyzer) end(e *tracefile.Event) {
 
 func (a *Analyzer) asyncEvent(e *tracefile.Event, ph byte) {
 	if !e.Cat.Set {
-		a.problem(e.Line, KindAsync, "an async %c event without cat: chrome://tracing drops it", ph)
+		a.problemV(e.Line, KindAsync, "", "async_slice_parse_error", "an async %c event without cat: chrome://tracing drops it", ph)
 	}
 	if e.ID == nil {
-		a.problem(e.Line, KindAsync, "an async %c event without id or id2", ph)
+		a.problemV(e.Line, KindAsync, "", "async_slice_parse_error", "an async %c event without id or id2: chrome://tracing drops it", ph)
 		return
+	}
+	if e.Cat.Set {
+		a.keepAsync(e, ph)
 	}
 	// Matched by category, scope and id, as catapult does; an id2.local
 	// is the process's own.
@@ -546,8 +585,7 @@ func (a *Analyzer) asyncEvent(e *tracefile.Event, ph byte) {
 	case 'e':
 		st, ok := a.async[string(k)]
 		if !ok {
-			a.problem(e.Line, KindAsync, "an async e event (cat %q, id %s) with no b open", e.Cat.String(), e.ID)
-			return
+			return // reported by finishAsyncs, which pairs them as the viewers do
 		}
 		if len(st) <= 1 {
 			delete(a.async, string(k))
@@ -591,35 +629,143 @@ func (a *Analyzer) flow(e *tracefile.Event, ph byte) {
 		a.problem(e.Line, KindFlow, "a flow %c event without id", ph)
 		return
 	}
-	// Perfetto and chrome://tracing bind s, t and f by cat, name and
-	// id: an s while one is open starts no second arrow.
+	// Perfetto and chrome://tracing bind s, t and f by cat, name and id.
 	k := append(a.flowKey[:0], e.Cat.Raw...)
 	k = append(k, 0)
 	k = append(k, e.Name.Raw...)
 	k = append(k, 0)
 	k = append(k, e.ID...)
 	a.flowKey = k
-	switch ph {
-	case 's':
-		if line, ok := a.flows[string(k)]; ok {
-			a.problem(e.Line, KindFlow, "a flow s event with id %s while the one of line %d is open: the viewers draw one arrow (Perfetto: flow_duplicate_id)", e.ID, line)
-		} else {
-			a.flows[string(k)] = int32(e.Line)
-		}
-	case 'f':
-		delete(a.flows, string(k))
+	id, ok := a.flows[string(k)]
+	if !ok {
+		id = int32(len(a.flows))
+		a.flows[string(k)] = id
 	}
-	t := a.track(e)
-	if t.encloses(e.TS) {
-		return
-	}
+	// An f without "bp":"e" binds to the next slice to begin (in
+	// catapult, only outside the input and ipc.flow categories).
 	next := ph == 'f' && !(e.BP.Set && string(e.BP.Raw) == "e")
-	t.pending = append(t.pending, pendingFlow{ts: e.TS, line: int32(e.Line), next: next})
+	cnext := next && !bytes.Contains(e.Cat.Raw, []byte("input")) && !bytes.Contains(e.Cat.Raw, []byte("ipc.flow"))
+	t := a.track(e)
+	f := flowEvent{ts: e.TS, seq: a.Events, line: int32(e.Line), ph: ph, id: id, next: next, cnext: cnext}
+	f.caught, f.bound = t.encloses(e.TS, cnext)
+	f.bound = f.bound || next // Perfetto binds it to the next slice, or not, without a word
+	i := int32(len(a.flowEvs))
+	a.flowEvs = append(a.flowEvs, f)
+	if t.exact {
+		t.raw = append(t.raw, rawSlice{ts: e.TS, seq: a.Events, ph: ph, flow: i, line: a.line})
+	}
+	if !f.caught || !f.bound {
+		t.pending = append(t.pending, pendingFlow{ts: e.TS, line: int32(e.Line), next: cnext, i: i})
+	}
+}
+
+// A flowEvent is an s, t or f event, kept to the end of the file, when
+// the viewers' verdicts on it are known (see finishFlows).
+type flowEvent struct {
+	ts, seq int64
+	line    int32
+	id      int32 // its flow: category, name and id
+	ph      byte
+	next    bool // an f without "bp":"e" (Perfetto binds it to the next slice)
+	cnext   bool // catapult binds it to the next slice after it
+	caught  bool // catapult finds a slice around it (or after it, if cnext)
+	bound   bool // Perfetto's slice stack holds a slice at it, surely
+	unbound bool // a replay found the stack empty at it (see PerfettoFlows)
+}
+
+// FlowTracks returns the tracks with flow events whose binding in
+// Perfetto only a replay of the track tells (see replay): Perfetto binds
+// a flow event to the slice on top of its thread's stack, which holds a
+// slice that ended until another slice event of the thread comes, and
+// takes an E before the events of its ts.
+func (a *Analyzer) FlowTracks() TrackSet {
+	return a.tracksWhere(func(t *track) bool {
+		for _, f := range t.pending {
+			if !a.flowEvs[f.i].bound {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+// PerfettoFlows takes, from another Analyzer of the same file that
+// replayed o's FlowTracks, which flow events Perfetto binds to no slice.
+func (a *Analyzer) PerfettoFlows(o *Analyzer) {
+	for i := range a.flowEvs {
+		if i < len(o.flowEvs) && !a.flowEvs[i].bound {
+			a.flowEvs[i].bound = !o.flowEvs[i].unbound
+		}
+	}
+}
+
+// finishFlows reports what the viewers make of the flow events, in the
+// order each takes them (by ts, then the file's): chrome://tracing binds
+// an s, t or f to a slice of its thread around its ts (an f without
+// "bp":"e" to the next slice after it), warns of one it finds none for
+// (flow_slice_start_error, flow_slice_end_error), of an s whose id is
+// open (flow_slice_start_error) and of a t or f whose flow is not
+// (flow_slice_ordering_error); Perfetto binds it to the top of its
+// thread's slice stack, and counts one it finds empty
+// (flow_no_enclosing_slice) and an s whose id is open (flow_duplicate_id).
+func (a *Analyzer) finishFlows(unterminated bool) {
+	evs := a.flowEvs
+	order := make([]int32, len(evs))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortStableFunc(order, func(x, y int32) int { return cmp.Compare(evs[x].ts, evs[y].ts) })
+	copen := map[int32]bool{}
+	popen := map[int32]bool{}
+	for _, i := range order {
+		f := &evs[i]
+		var cat, why, perf, pwhy string
+		switch {
+		case f.ph == 's' && copen[f.id]:
+			cat, why = "flow_slice_start_error", "chrome://tracing: a flow of its id is open already (flow_slice_start_error)"
+		case f.ph == 's' && !f.caught:
+			cat, why = "flow_slice_start_error", "chrome://tracing finds no slice of its thread around it (flow_slice_start_error)"
+		case f.ph == 's':
+			copen[f.id] = true
+		case !copen[f.id]:
+			cat, why = "flow_slice_ordering_error", "chrome://tracing: no flow of its id is open at it (flow_slice_ordering_error)"
+		default:
+			delete(copen, f.id)
+			if !f.caught {
+				where := "around"
+				if f.cnext {
+					where = "after"
+				}
+				cat, why = "flow_slice_end_error", "chrome://tracing finds no slice of its thread "+where+" it (flow_slice_end_error)"
+			} else if f.ph == 't' {
+				copen[f.id] = true
+			}
+		}
+		switch {
+		case !f.bound:
+			perf, pwhy = "flow_no_enclosing_slice", "Perfetto finds no slice open on its thread at it (flow_no_enclosing_slice)"
+		case f.ph == 's' && popen[f.id]:
+			perf, pwhy = "flow_duplicate_id", "Perfetto: a flow of its id is open already (flow_duplicate_id)"
+		case f.ph == 's':
+			popen[f.id] = true
+		case f.ph == 'f' && !f.next:
+			delete(popen, f.id)
+		}
+		if cat == "" && perf == "" {
+			continue
+		}
+		msg := strings.Join(slices.DeleteFunc([]string{pwhy, why}, func(s string) bool { return s == "" }), "; ")
+		if unterminated {
+			msg += " (the file is cut: a span around it may not have been written)"
+		}
+		a.problemV(int(f.line), KindFlow, perf, cat, "a flow %c event at ts %s draws no arrow, or not the one meant: %s", f.ph, us(f.ts), msg)
+	}
+	a.flowEvs = nil
 }
 
 func (a *Analyzer) counter(e *tracefile.Event) {
 	if len(e.Args) == 0 {
-		a.problem(e.Line, KindCounter, "a counter without args: Perfetto fails on it (json_parser_failure)")
+		a.problemV(e.Line, KindCounter, "json_parser_failure", "", "a counter without args: Perfetto fails on it (json_parser_failure)")
 		return
 	}
 	p := a.process(e.Pid)
@@ -627,7 +773,7 @@ func (a *Analyzer) counter(e *tracefile.Event) {
 		arg := &e.Args[i]
 		v, ok := arg.Number()
 		if !ok {
-			a.problem(e.Line, KindCounter, "counter %q has a value that is not a number (%s): Perfetto fails on it (json_parser_failure)", e.Name.String(), arg.Value)
+			a.problemV(e.Line, KindCounter, "json_parser_failure", "", "counter %q has a value that is not a number (%s): Perfetto fails on it (json_parser_failure)", e.Name.String(), arg.Value)
 			continue
 		}
 		if !e.Name.Escaped && string(e.Name.Raw) == "tracer.dropped" {
@@ -675,6 +821,7 @@ func (a *Analyzer) process(pid tracefile.Num) *Process {
 }
 
 func (a *Analyzer) metadata(e *tracefile.Event) {
+	a.catapultMetadata(e)
 	if e.Name.Escaped {
 		return
 	}
@@ -710,18 +857,14 @@ func anchor(v []byte) int64 {
 // not reported: the spans around them were still open, and their X
 // events, written when a span ends, were never written.
 func (a *Analyzer) Finish(unterminated bool) {
+	a.finishAsyncs()
 	for _, t := range a.trackList {
 		if t.levels > maxNesting {
-			a.problem(int(t.deepLine), KindDepth, "this slice holds slices %d levels deep on pid %s tid %s: Perfetto keeps %d levels and drops the slices below (slice_max_depth_exceeded); chrome://tracing shows them", t.levels, t.pid.Raw, t.tid.Raw, maxNesting)
-		}
-		for _, f := range t.pending {
-			if unterminated && f.ts >= t.last {
-				continue
-			}
-			a.problem(int(f.line), KindFlow, "a flow event at ts %s outside every slice of pid %s tid %s: the viewers draw no arrow from or to it", us(f.ts), t.pid.Raw, t.tid.Raw)
+			a.problemV(int(t.deepLine), KindDepth, "slice_max_depth_exceeded", "", "this slice holds slices %d levels deep on pid %s tid %s: Perfetto keeps %d levels and drops the slices below (slice_max_depth_exceeded); chrome://tracing shows them", t.levels, t.pid.Raw, t.tid.Raw, maxNesting)
 		}
 		t.pending = nil
 	}
+	a.finishFlows(unterminated)
 }
 
 // Tracks returns the numbers of the tracks that hold slices, in the order

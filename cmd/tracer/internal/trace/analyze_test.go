@@ -122,17 +122,21 @@ func TestFold(t *testing.T) {
 
 // TestFlowsOfACrash checks that in a file cut short, a flow event after
 // the last slice of its track is not reported: the span around it was
-// open when the process died.
-func TestFlowsOfACrash(t *testing.T) {
+// TestFlowsAsTheViewersBind: chrome://tracing binds a flow event to a
+// slice of its thread around its ts, ends included; Perfetto to the top
+// of the thread's slice stack, which holds a slice that ended until
+// another slice event of the thread comes, and takes an E before the
+// other events of its ts (which only a replay of the track tells).
+func TestFlowsAsTheViewersBind(t *testing.T) {
 	text := "[\n" + x("a", 0, 10) +
-		`{"name":"f","ph":"s","ts":5,"pid":1,"tid":1,"id":1},` + "\n" +
-		`{"name":"f","ph":"s","ts":20,"pid":1,"tid":1,"id":2},` + "\n" +
-		`{"name":"f","ph":"s","ts":30,"pid":1,"tid":1,"id":3},` + "\n" + x("b", 25, 2)
-	for _, crashed := range []bool{false, true} {
-		var problems []tracefile.Problem
+		`{"name":"f","ph":"s","ts":5,"pid":1,"tid":1,"id":1},` + "\n" + // in a
+		`{"name":"f","ph":"s","ts":20,"pid":1,"tid":1,"id":2},` + "\n" + // after a, which Perfetto's stack still holds
+		`{"name":"f","ph":"s","ts":30,"pid":1,"tid":1,"id":3},` + "\n" + x("b", 25, 2) + // after b, likewise
+		`{"name":"g","ph":"B","ts":40,"pid":1,"tid":1},` + "\n" +
+		`{"name":"g","ph":"E","ts":50,"pid":1,"tid":1},` + "\n" +
+		`{"name":"f","ph":"s","ts":50,"pid":1,"tid":1,"id":4}` + "\n]" // at g's end: popped by the E first
+	read := func(a *Analyzer) {
 		r := tracefile.NewReader(strings.NewReader(text))
-		a := NewAnalyzer()
-		a.OnProblem = func(p tracefile.Problem) { problems = append(problems, p) }
 		for {
 			ev, err := r.Next()
 			if err != nil {
@@ -140,19 +144,33 @@ func TestFlowsOfACrash(t *testing.T) {
 			}
 			a.Add(ev)
 		}
-		require.True(t, r.Unterminated())
-		a.Finish(crashed)
-		lines := []int{}
-		for _, p := range problems {
-			assert.Equal(t, KindFlow, p.Kind)
-			lines = append(lines, p.Line)
-		}
-		if crashed {
-			assert.Equal(t, []int{4}, lines, "ts 20: between two slices")
-		} else {
-			assert.Equal(t, []int{4, 5}, lines)
-		}
 	}
+	var problems []tracefile.Problem
+	a := NewAnalyzer()
+	a.OnProblem = func(p tracefile.Problem) { problems = append(problems, p) }
+	read(a)
+	tracks := a.FlowTracks()
+	require.NotNil(t, tracks, "the flow at g's end needs a replay")
+	b := NewAnalyzer()
+	b.Exact = tracks
+	read(b)
+	b.FinishExact(b.MaxTS)
+	a.PerfettoFlows(b)
+	a.Finish(false)
+	type verdict struct {
+		line               int
+		perfetto, catapult string
+	}
+	var got []verdict
+	for _, p := range problems {
+		assert.Equal(t, KindFlow, p.Kind)
+		got = append(got, verdict{p.Line, p.Perfetto, p.Catapult})
+	}
+	assert.Equal(t, []verdict{
+		{4, "", "flow_slice_start_error"},
+		{5, "", "flow_slice_start_error"},
+		{9, "flow_no_enclosing_slice", ""},
+	}, got)
 }
 
 // TestNestingRandom checks the nesting logic on random trees of slices,

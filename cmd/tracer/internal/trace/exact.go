@@ -77,7 +77,9 @@ type rawSlice struct {
 	ts, dur int64 // dur of an X; 0 for the others
 	seq     int64
 	name    int32
-	ph      byte // X (and instants), B or E
+	flow    int32 // of a flow event, its index in Analyzer.flowEvs
+	line    int32
+	ph      byte // X (and instants), B or E; s, t or f
 	named   bool // an E with a name, which ends only a B of that name
 }
 
@@ -87,13 +89,14 @@ func (a *Analyzer) record(t *track, ph byte, ts, dur int64, name int32, named bo
 	if !t.exact {
 		return false
 	}
-	t.raw = append(t.raw, rawSlice{ts: ts, dur: dur, seq: a.Events, name: name, ph: ph, named: named})
+	t.raw = append(t.raw, rawSlice{ts: ts, dur: dur, seq: a.Events, line: a.line, name: name, ph: ph, named: named})
 	return true
 }
 
 // A simSlice is a slice in a replay: its end is -1 while it is open.
 type simSlice struct {
 	start, end int64
+	line       int32
 	name       int32
 	parent     int32 // index in the replay's slices, or -1
 	x          bool  // an X, whose end is known at its start
@@ -184,6 +187,11 @@ func (a *Analyzer) replay(t *track, end int64) (dropped, open int) {
 				}
 				// A B left open inside a slice that ended: cut there
 				// (misplaced_end_event), with all above it.
+				if a.ReplayReports {
+					inner := all[stack[len(stack)-1]]
+					a.problemV(int(inner.line), KindNesting, "misplaced_end_event", "", "the B of %q is still open when %q (line %d) that it began in ends, in the order Perfetto's sorter takes the events: Perfetto ends it there (misplaced_end_event)",
+						a.Names[inner.name].Name, a.Names[s.name].Name, s.line)
+				}
 				for j := len(stack) - 1; j > i; j-- {
 					all[stack[j]].end = s.end
 					pop()
@@ -235,8 +243,15 @@ func (a *Analyzer) replay(t *track, end int64) (dropped, open int) {
 			if dur >= 0 {
 				e = ev.ts + dur
 			}
-			all = append(all, simSlice{start: ev.ts, end: e, name: ev.name, parent: parent, x: dur >= 0})
+			all = append(all, simSlice{start: ev.ts, end: e, name: ev.name, parent: parent, x: dur >= 0, line: ev.line})
 			stacks[k] = append(stack, int32(len(all)-1))
+		case 's', 't', 'f':
+			// Bound to the slice on top of the thread's stack, ended or
+			// not (FlowTracker::Begin, Step, End); an f without "bp":"e"
+			// waits for the next slice, without a word.
+			if f := &a.flowEvs[ev.flow]; !f.next && len(stacks[0]) == 0 {
+				f.unbound = true
+			}
 		case 'E':
 			closeStack(0, ev.ts, -1)
 			stack := stacks[0]

@@ -117,7 +117,8 @@ type openSpan struct {
 type pendingFlow struct {
 	ts   int64
 	line int32
-	next bool // an f without "bp":"e", which binds to the next slice too
+	next bool  // catapult binds it to the next slice to begin
+	i    int32 // in Analyzer.flowEvs
 }
 
 // A track is the state kept per thread (pid, tid).
@@ -184,7 +185,7 @@ func (a *Analyzer) add(t *track, s, e int64, name int32, line int, be bool, seq 
 		t.roots++
 		t.levels = max(t.levels, 1)
 		t.stack = a.bound(t, st, before)
-		a.resolveFlows(t, s, e)
+		a.resolveFlows(t, s, e, be)
 		return e
 	}
 	x := slice{start: s, end: e, seq: seq, sum: e - s, name: name, line: int32(line), parent: -1, be: be}
@@ -211,10 +212,10 @@ func (a *Analyzer) add(t *track, s, e int64, name int32, line int, be bool, seq 
 			a.addSelf(name, e-s)
 			t.busy += e - s
 			a.stacked += len(t.stack) - before // collapse may have dropped some
-			a.resolveFlows(t, s, e)
+			a.resolveFlows(t, s, e, be)
 			return e
 		}
-		a.problem(line, KindNesting, "the E of %q comes at ts %s, after the end of %q [%s, %s] (line %d) that its B began in: Perfetto ends it there (misplaced_end_event)",
+		a.problemV(line, KindNesting, "misplaced_end_event", "", "the E of %q comes at ts %s, after the end of %q [%s, %s] (line %d) that its B began in: Perfetto ends it there (misplaced_end_event)",
 			a.Names[name].Name, us(e), a.Names[q.name].Name, us(q.start), us(q.end), q.line)
 		e = q.end
 		x.end, x.sum = e, e-s
@@ -304,7 +305,7 @@ func (a *Analyzer) add(t *track, s, e int64, name int32, line int, be bool, seq 
 		t.roots++
 	}
 	t.stack = a.bound(t, st, before)
-	a.resolveFlows(t, s, e)
+	a.resolveFlows(t, s, e, be)
 	return e
 }
 
@@ -490,34 +491,67 @@ func (a *Analyzer) foldOlder(st []slice, opens []openSpan, from, n int, merge bo
 	return out
 }
 
-// encloses reports whether a slice in t's tree, or an open B, covers ts.
-func (t *track) encloses(ts int64) bool {
+// encloses reports whether a slice in t's tree, or an open B, covers ts
+// as catapult finds slices (its ends included; for next, one that begins
+// at or after it), and as Perfetto's stack surely holds one there (an X
+// around it, or a B begun before it and not yet ended, or ended after
+// it: Perfetto takes an E before the other events of its ts).
+func (t *track) encloses(ts int64, next bool) (caught, bound bool) {
 	for _, o := range t.open {
 		if o.ts <= ts {
-			return true
+			return true, true
 		}
+		caught = caught || next
 	}
 	for j := len(t.stack) - 1; j >= 0; j-- {
 		x := &t.stack[j]
-		if x.start <= ts && ts <= x.end {
-			return true
+		if catapultHolds(x.start, x.end, ts, x.be) || next && x.start >= ts {
+			caught = true
+		}
+		if x.start <= ts && ts <= x.end && (!x.be || ts < x.end) {
+			return caught || next, true
 		}
 		if x.depth == 0 && x.start <= ts {
-			return false // top-level slices do not overlap: none before it reaches ts
+			break // top-level slices do not overlap: none before it reaches ts
 		}
 	}
-	return false
+	return caught, false
 }
 
-// resolveFlows drops the pending flows that the slice [s, e] binds.
-func (a *Analyzer) resolveFlows(t *track, s, e int64) {
+// catapultHolds reports whether catapult finds the time ts in the slice
+// [s, e] (ns), an X or (be) a B/E pair: it holds times as float64
+// milliseconds, a slice's end as its start plus its duration (an X's
+// dur, or the E's time less the B's), so that a flow event at the very
+// end of a slice may fall a rounding error outside it.
+func catapultHolds(s, e, ts int64, be bool) bool {
+	// The microseconds of the file as JavaScript parses them (a float64
+	// of ns loses what a float64 of µs keeps past 2^53 ns), then ms.
+	ms := func(ns int64) float64 { return (float64(ns/1000) + float64(ns%1000)/1000) / 1000 }
+	start, t := ms(s), ms(ts)
+	dur := ms(e - s)
+	if be {
+		dur = ms(e) - start
+	}
+	return start <= t && t <= start+dur
+}
+
+// resolveFlows marks the pending flows of t that the slice [s, e] binds,
+// and drops those both viewers bind.
+func (a *Analyzer) resolveFlows(t *track, s, e int64, be bool) {
 	if len(t.pending) == 0 {
 		return
 	}
 	kept := t.pending[:0]
-	for _, f := range t.pending {
-		if !(s <= f.ts && f.ts <= e || f.next && s >= f.ts) {
-			kept = append(kept, f)
+	for _, p := range t.pending {
+		f := &a.flowEvs[p.i]
+		if catapultHolds(s, e, p.ts, be) || p.next && s >= p.ts {
+			f.caught = true
+		}
+		if !be && s <= p.ts && p.ts <= e || be && s < p.ts && p.ts < e {
+			f.bound = true
+		}
+		if !f.caught || !f.bound {
+			kept = append(kept, p)
 		}
 	}
 	t.pending = kept
