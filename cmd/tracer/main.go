@@ -13,7 +13,7 @@
 //	tracer view [-no-browser] [-port N] [-idle D] FILE
 //	tracer import-go [-align SPANS] [-min-state D] [-pid N] [-o OUT] [-f] TRACE
 //	tracer export -format parquet -o DIR [-max-pending N] FILE...
-//	tracer sql [-format table|csv|json] FILE... 'QUERY'
+//	tracer sql [-format table|csv|json] [-max-pending N] FILE... 'QUERY'
 //	tracer version
 //
 // view serves FILE on 127.0.0.1:9001 to the Perfetto UI and opens it there
@@ -96,7 +96,7 @@ const usage = `usage:
   tracer view [-no-browser] [-port N] [-idle D] FILE   (opens it in ui.perfetto.dev)
   tracer import-go [-align SPANS] [-min-state D] [-pid N] [-o OUT] [-f] TRACE   (runs tracer-import-go)
   tracer export -format parquet -o DIR [-max-pending N] FILE...   (runs tracer-export)
-  tracer sql [-format table|csv|json] FILE... 'QUERY'   (runs tracer-sql)
+  tracer sql [-format table|csv|json] [-max-pending N] FILE... 'QUERY'   (runs tracer-sql)
   tracer version
 FILE may be - (standard input), a pipe or a FIFO; OUT may be - (standard output).
 Run 'tracer COMMAND -h' for a command's options; flags may follow file names.`

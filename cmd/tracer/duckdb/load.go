@@ -17,6 +17,10 @@ import (
 // A DB is an in-memory DuckDB database holding the tables of traces.
 type DB struct {
 	*sql.DB
+	// MaxPending bounds the slices Load keeps waiting for an enclosing
+	// slice (tables.Builder.MaxPending); 0 means the default.
+	MaxPending int
+
 	conn  driver.Conn // the connection of the appenders but the slices'
 	slice driver.Conn // the slices' appender's: it runs on a goroutine of its own
 }
@@ -129,6 +133,7 @@ func (db *DB) Load(paths []string) (tables.Report, error) {
 		return nil
 	})
 	b := tables.NewBuilder(s)
+	b.MaxPending = db.MaxPending
 	err := errors.Join(b.Build(paths, nil), s.slices.Close())
 	for _, a := range s.app {
 		err = errors.Join(err, a.Close())

@@ -24,6 +24,7 @@ import (
 	"os"
 
 	"github.com/gotracer/tracer/cmd/tracer/duckdb"
+	"github.com/gotracer/tracer/cmd/tracer/internal/tables"
 )
 
 func main() {
@@ -34,8 +35,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("tracer sql", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	format := fs.String("format", duckdb.FormatTable, "the output `format`: table, csv or json")
+	pending := fs.Int("max-pending", tables.DefaultMaxPending, "the most slices kept waiting for their enclosing slice (memory: about 250 bytes each)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: tracer sql [-format table|csv|json] FILE... 'QUERY'")
+		fmt.Fprintln(stderr, "usage: tracer sql [-format table|csv|json] [-max-pending N] FILE... 'QUERY'")
 		fs.PrintDefaults()
 	}
 	if err := parseInterleaved(fs, args); err != nil {
@@ -56,7 +58,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	files, query := fs.Args()[:fs.NArg()-1], fs.Arg(fs.NArg()-1)
-	if err := sql(stdout, stderr, files, query, *format); err != nil {
+	if err := sql(stdout, stderr, files, query, *format, *pending); err != nil {
 		fmt.Fprintf(stderr, "tracer sql: %v\n", err)
 		return 1
 	}
@@ -93,18 +95,19 @@ func parseInterleaved(fs *flag.FlagSet, args []string) error {
 	return fs.Parse(append([]string{"--"}, append(pos, rest...)...))
 }
 
-func sql(stdout, stderr io.Writer, files []string, query, format string) error {
+func sql(stdout, stderr io.Writer, files []string, query, format string, maxPending int) error {
 	db, err := duckdb.Open()
 	if err != nil {
 		return err
 	}
 	defer db.Close()
+	db.MaxPending = maxPending
 	rep, err := db.Load(files)
 	if err != nil {
 		return err
 	}
-	if rep.Unsure > 0 {
-		fmt.Fprintf(stderr, "warning: %d slices were placed before every slice around them was read: their depth may be too small\n", rep.Unsure)
+	for _, m := range rep.Warnings() {
+		fmt.Fprintf(stderr, "warning: %s\n", m)
 	}
 	return db.Query(stdout, query, format)
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"container/heap"
+	"fmt"
 	"math"
 	"slices"
 	"strconv"
@@ -12,7 +13,7 @@ import (
 )
 
 // DefaultMaxPending is the default Builder.MaxPending.
-const DefaultMaxPending = 1 << 18
+const DefaultMaxPending = 1 << 20
 
 // A Report says what a Builder could not place exactly.
 type Report struct {
@@ -27,6 +28,28 @@ type Report struct {
 	// UnboundFlows counts flow events no slice of their thread encloses:
 	// the viewers draw no arrow from or to them either.
 	UnboundFlows int64
+	// MaxPending is the bound the Builder kept to (Builder.MaxPending).
+	MaxPending int
+	// TooDeep counts the slices nested deeper than the 512 levels
+	// trace_processor keeps, which it drops, and so do the tables.
+	TooDeep int64
+}
+
+// Warnings returns what a tool should say of the rows: what could not be
+// placed as trace_processor places it, and what to do about it.
+func (r Report) Warnings() []string {
+	var w []string
+	if r.Unsure > 0 {
+		w = append(w, fmt.Sprintf("%d slices were written before a slice that encloses them was read (more than %d slices waited for one, as when a span's B comes after the spans it holds): their depth is short and their parent may be wrong. Run again with -max-pending %d or more (about 250 bytes a slice)",
+			r.Unsure, r.MaxPending, 4*r.MaxPending))
+	}
+	if r.TooDeep > 0 {
+		w = append(w, fmt.Sprintf("%d slices nested deeper than the 512 levels trace_processor keeps are left out, as it drops them (slice_max_depth_exceeded)", r.TooDeep))
+	}
+	if r.UnboundFlows > 0 {
+		w = append(w, fmt.Sprintf("%d flow events bind to no slice (as in trace_processor: flow_no_enclosing_slice): no arrow from or to them", r.UnboundFlows))
+	}
+	return w
 }
 
 // A Builder makes the rows of the tables from the events of one process
@@ -216,6 +239,9 @@ func (b *Builder) thread(e *tracefile.Event) *thread {
 	}
 	p := b.process(e.Pid)
 	k := threadKey{p.row.Upid, b.num(e.Tid)}
+	if k.tid == 0 {
+		k.tid = p.row.Pid // trace_processor takes tid 0 for the process's main thread
+	}
 	t := b.threads[k]
 	if t == nil {
 		b.nextUtid++
@@ -266,21 +292,42 @@ func (b *Builder) Add(e *tracefile.Event) error {
 			return nil
 		}
 		n := b.node(e, ts, -1, th)
+		n.be = true
 		b.bindFlow(e, n, 0)
 		th.t.seeStart(ts)
 		th.t.open = append(th.t.open, n)
 		b.wait(th.t)
 		return nil
 	case 'E':
+		// trace_processor ends the innermost open B of the E's name and
+		// category (any, for an E without them), and cuts the B events
+		// still open inside it there (misplaced_end_event); an E that
+		// matches none it drops.
 		t := b.thread(e).t
-		if len(t.open) == 0 {
-			return nil // an E without its B: trace_processor drops it
+		i := len(t.open) - 1
+		for i >= 0 && !endMatches(t.open[i], e, b) {
+			i--
 		}
-		n := t.open[len(t.open)-1]
-		t.open = t.open[:len(t.open)-1]
+		if i < 0 {
+			return nil
+		}
+		n := t.open[i]
+		cut := slices.Clone(t.open[i+1:])
+		clear(t.open[i:])
+		t.open = t.open[:i]
 		b.end(n, ts, e)
-		return b.place(t, n, true)
-	case 'i', 'I':
+		if err := b.place(t, n, true); err != nil {
+			return err
+		}
+		for _, c := range cut {
+			c.end = max(ts, c.row.TS)
+			c.row.Dur = c.end - c.row.TS
+			if err := b.place(t, c, true); err != nil {
+				return err
+			}
+		}
+		return nil
+	case 'i', 'I', 'R':
 		var t *track
 		var utid, upid *int64
 		switch string(e.S.Raw) {
@@ -377,6 +424,16 @@ func (b *Builder) argsOf(e *tracefile.Event, prev string) string {
 	return b.arena.string(b.args)
 }
 
+// endMatches reports whether the E event e ends the open B n, as
+// trace_processor matches them: by name and category, where the E has
+// them.
+func endMatches(n *node, e *tracefile.Event, b *Builder) bool {
+	if len(e.Name.Raw) > 0 && n.row.Name != b.intern(e.Name) {
+		return false
+	}
+	return len(e.Cat.Raw) == 0 || n.row.Category == b.intern(e.Cat)
+}
+
 // end ends the open slice n at ts, with the args of its end event e.
 func (b *Builder) end(n *node, ts int64, e *tracefile.Event) {
 	if ts < n.row.TS {
@@ -396,7 +453,7 @@ func (b *Builder) place(t *track, n *node, begun bool) error {
 	b.Report.Unsure += t.enclosesWritten(n)
 	b.wait(t)
 	var nested bool
-	if t.roots, nested = insert(t.roots, n); nested {
+	if nested = t.place(n); nested {
 		t.parents = true
 	}
 	b.pending++
@@ -409,6 +466,7 @@ func (b *Builder) place(t *track, n *node, begun bool) error {
 	if limit <= 0 {
 		limit = DefaultMaxPending
 	}
+	b.Report.MaxPending = limit
 	if b.pending > limit {
 		return b.writeOldest(limit / 2)
 	}
@@ -524,15 +582,16 @@ func (h *rootHeap) Pop() any {
 // emit writes the first k roots of t and their subtrees.
 func (b *Builder) emit(t *track, k int) error {
 	for _, r := range t.roots[:k] {
-		if p := t.points; len(p) > 0 && (p[0].ts < r.end || p[0].ts < r.row.TS) {
+		if p := t.points; len(p) > 0 && p[0].ts <= r.end {
 			// bindFlows binds nothing when every flow event waiting
-			// comes at or after r's start and end (the points are
-			// sorted by ts): the common case, and a search per root
-			// cost a twentieth of an export.
+			// comes after r's end (the points are sorted by ts): the
+			// common case, and a search per root cost a twentieth of an
+			// export.
 			if err := b.bindFlows(t, r); err != nil {
 				return err
 			}
 		}
+		t.stale = staleTop(r)
 		start, end := r.row.TS, r.end // r is reused once written
 		n, err := b.write(r, 0, nil)
 		b.pending -= n
@@ -540,6 +599,9 @@ func (b *Builder) emit(t *track, k int) error {
 		if err != nil {
 			return err
 		}
+	}
+	if k > 0 {
+		t.path = nil // its nodes are reused
 	}
 	clear(t.roots[:k])
 	t.roots = t.roots[k:]
@@ -550,6 +612,11 @@ func (b *Builder) emit(t *track, k int) error {
 // it wrote. Their nodes are then reused: a row's pointers point into
 // the arena, not into them, as a Sink may keep a copy of the row.
 func (b *Builder) write(n *node, depth int32, parent *int64) (int, error) {
+	if depth >= maxDepth {
+		// trace_processor keeps 512 levels and drops the slices below
+		// (slice_max_depth_exceeded).
+		return b.drop(n), nil
+	}
 	n.row.Depth, n.row.ParentID = depth, parent
 	if n.args != "" {
 		n.row.Args = b.arena.stringPtr(n.args)
@@ -573,12 +640,31 @@ func (b *Builder) write(n *node, depth int32, parent *int64) (int, error) {
 	return count, nil
 }
 
+// drop gives back the nodes of n's subtree unwritten, counting them in
+// Report.TooDeep, and returns how many there were.
+func (b *Builder) drop(n *node) int {
+	count := 1
+	for _, c := range n.children {
+		count += b.drop(c)
+	}
+	b.Report.TooDeep += 1
+	b.nodes.put(n)
+	return count
+}
+
 // EndGroup writes every slice still waiting (B events never ended get
 // dur -1, as in trace_processor) and the flows between them.
 func (b *Builder) EndGroup() error {
 	for _, t := range b.waiting {
+		if t.asyncTrack {
+			if err := b.replayAsync(t); err != nil {
+				return err
+			}
+		}
+	}
+	for _, t := range b.waiting {
 		for _, n := range t.open {
-			t.roots, _ = insert(t.roots, n)
+			t.place(n)
 			b.pending++
 		}
 		t.open = nil
@@ -587,8 +673,20 @@ func (b *Builder) EndGroup() error {
 		if err := b.emit(t, len(t.roots)); err != nil {
 			return err
 		}
-		b.Report.UnboundFlows += int64(len(t.points))
-		t.points, t.nexts = nil, 0
+		// After the last slice, Perfetto's stack still holds it (an X's
+		// slices), or nothing (a B/E pair's, popped by its E).
+		for _, p := range t.points {
+			var err error
+			if p.next || t.stale == 0 {
+				err = b.unbound(p)
+			} else {
+				err = b.bindID(p, t.stale)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		t.points, t.nexts, t.stale = nil, 0, 0
 		t.listed = false
 	}
 	b.waiting = b.waiting[:0]
@@ -603,7 +701,7 @@ func (b *Builder) EndGroup() error {
 	}
 	clear(b.retired)
 	b.retired = b.retired[:0]
-	return b.endBinds()
+	return nil
 }
 
 // wait lists t among the tracks with something waiting.
@@ -620,8 +718,24 @@ func (b *Builder) Close() error {
 	if err := b.EndGroup(); err != nil {
 		return err
 	}
+	if err := b.endBinds(); err != nil {
+		return err
+	}
+	// trace_processor makes a thread of each process's own pid, its main
+	// thread, whether or not an event names it.
+	for _, p := range b.procList {
+		k := threadKey{p.row.Upid, p.row.Pid}
+		if _, ok := b.threads[k]; !ok {
+			b.nextUtid++
+			t := &thread{row: Thread{Utid: b.nextUtid, Tid: p.row.Pid, Upid: p.row.Upid}, track: -1}
+			b.threads[k] = t
+			b.thrList = append(b.thrList, t)
+		}
+	}
 	for _, t := range b.thrList {
-		b.trackRows[t.track].Name = t.row.Name
+		if t.track >= 0 {
+			b.trackRows[t.track].Name = t.row.Name
+		}
 	}
 	for i := range b.trackRows {
 		if err := b.sink.Track(&b.trackRows[i]); err != nil {

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/gotracer/tracer/internal/tracefile"
+	"github.com/gotracer/tracer/internal/traceparent"
 )
 
 // Flows.
@@ -74,60 +75,135 @@ func (b *Builder) flowEvent(e *tracefile.Event, ph byte, ts int64) error {
 	return nil
 }
 
-// bindFlows binds the flow events of t that the root r, about to be
-// written, holds: those in its time, and those waiting for the next
-// slice before it. t.points is sorted by ts, so this costs the points
-// bound, not all those waiting.
+// bindFlows binds the flow events of t that come before the end of the
+// root r, about to be written, as trace_processor does: to the slice on
+// top of the thread's slice stack at the event, which still holds a
+// slice that ended until another slice event of the thread comes (a
+// zero-length slice at its ts, or the last of the slices before it), but
+// not a B/E pair, which its E pops; an f without "bp":"e" to the next
+// slice to begin after it. Those before r and after the root written
+// before it bind to what that root left on the stack (t.stale).
+// t.points is sorted by ts, so this costs the points bound, not all those
+// waiting.
 func (b *Builder) bindFlows(t *track, r *node) error {
 	pts := t.points
-	i := sort.Search(len(pts), func(i int) bool { return pts[i].ts >= r.row.TS })
-	j := i
-	for j < len(pts) && pts[j].ts < r.end {
-		j++
-	}
-	for _, p := range pts[i:j] {
-		n := r
-		for {
-			var in *node
-			for _, c := range n.children {
-				if c.row.TS <= p.ts && p.ts < c.end {
-					in = c
+	keep := pts[:0]
+	for i, p := range pts {
+		switch {
+		case p.ts > r.end || p.ts == r.end && r.end > r.row.TS:
+			// After r: for the roots to come.
+			keep = append(keep, pts[i:]...)
+			clear(pts[len(keep):])
+			t.points = keep
+			return nil
+		case p.ts < r.row.TS:
+			if p.next {
+				t.nexts--
+				if err := b.bind(p, r); err != nil {
+					return err
 				}
+			} else if t.stale != 0 {
+				if err := b.bindID(p, t.stale); err != nil {
+					return err
+				}
+			} else if err := b.unbound(p); err != nil {
+				return err
 			}
-			if in == nil {
-				break
+		case p.next:
+			if n := nextAfter(r, p.ts); n != nil {
+				t.nexts--
+				if err := b.bind(p, n); err != nil {
+					return err
+				}
+			} else {
+				keep = append(keep, p) // the next root's
 			}
-			n = in
-		}
-		if err := b.bind(p, n); err != nil {
-			return err
-		}
-	}
-	pts = slices.Delete(pts, i, j)
-	if t.nexts > 0 {
-		// An f without "bp":"e" binds to the next slice to begin.
-		keep := pts[:0]
-		for k, p := range pts {
-			if k >= i || !p.next {
-				keep = append(keep, p)
-				continue
-			}
-			t.nexts--
-			if err := b.bind(p, r); err != nil {
+		default:
+			if err := b.bind(p, topAt(r, p.ts)); err != nil {
 				return err
 			}
 		}
-		clear(pts[len(keep):])
-		pts = keep
 	}
-	t.points = pts
+	clear(pts[len(keep):])
+	t.points = keep
 	return nil
+}
+
+// topAt returns the slice of r's subtree on top of trace_processor's
+// stack at ts, in r: the last slice begun at or before ts, going down,
+// but not into a B/E pair that ended before ts.
+func topAt(r *node, ts int64) *node {
+	n := r
+	for {
+		var c *node
+		for _, k := range n.children {
+			if k.row.TS > ts {
+				break
+			}
+			c = k
+		}
+		if c == nil || c.be && c.end < ts {
+			return n
+		}
+		n = c
+	}
+}
+
+// nextAfter returns the first slice of r's subtree, in start order, that
+// begins after ts, or nil.
+func nextAfter(r *node, ts int64) *node {
+	if r.row.TS > ts {
+		return r
+	}
+	for _, c := range r.children {
+		if c.end < ts && c.row.TS <= ts {
+			continue
+		}
+		if n := nextAfter(c, ts); n != nil {
+			return n
+		}
+	}
+	return nil
+}
+
+// staleTop returns the id of the slice r leaves on top of
+// trace_processor's stack once it ended: its last slice, going down the
+// last children, but none of a B/E pair (its E pops it).
+func staleTop(r *node) int64 {
+	if r.be {
+		return 0
+	}
+	n := r
+	for len(n.children) > 0 {
+		c := n.children[len(n.children)-1]
+		if c.be {
+			break
+		}
+		n = c
+	}
+	return n.row.ID
+}
+
+// bindID binds p to the slice with the id id, written already.
+func (b *Builder) bindID(p *flowPoint, id int64) error {
+	return b.bindSlice(p, id)
+}
+
+// unbound notes that p binds to no slice (flow_no_enclosing_slice).
+func (b *Builder) unbound(p *flowPoint) error {
+	b.Report.UnboundFlows++
+	return b.bindSlice(p, 0)
 }
 
 // bind binds p to the slice n, and writes its flow's arrows once all of
 // its events are bound.
 func (b *Builder) bind(p *flowPoint, n *node) error {
-	p.slice = n.row.ID
+	return b.bindSlice(p, n.row.ID)
+}
+
+// bindSlice binds p to the slice with the id id.
+func (b *Builder) bindSlice(p *flowPoint, id int64) error {
+	p.slice = id
 	c := p.chain
 	c.waiting--
 	if c.ended && c.waiting == 0 {
@@ -194,6 +270,7 @@ var bindIDKey = []byte(`"bind_id"`)
 // dur is its duration if it is an X, for the sort.
 func (b *Builder) bindFlow(e *tracefile.Event, n *node, dur int64) {
 	if !bytes.Contains(e.Raw, bindIDKey) {
+		b.linkFlow(e, n, dur)
 		return // the usual case: no look further
 	}
 	var v struct {
@@ -211,6 +288,29 @@ func (b *Builder) bindFlow(e *tracefile.Event, n *node, dur int64) {
 	}
 	b.binds = append(b.binds, bindPoint{id: id, ts: n.row.TS, dur: dur, seq: b.Report.Events,
 		slice: n.row.ID, in: in, out: out})
+}
+
+// linkFlow keeps, as a bind_id, the link of an X or B event n made of e
+// that carries the traceparent it sent ("traceparent.out", a client's
+// span) or received ("traceparent.in", a server's), as tracehttp writes
+// them: the flow tracer merge binds between the files of two processes,
+// which the tables so hold for the raw files, read together.
+func (b *Builder) linkFlow(e *tracefile.Event, n *node, dur int64) {
+	if ph := e.Phase(); ph != 'X' && ph != 'B' || len(e.Args) == 0 {
+		return
+	}
+	for _, dir := range [...]string{"traceparent.out", "traceparent.in"} {
+		a := e.Arg(dir)
+		if a == nil || !a.Str.Set {
+			continue
+		}
+		if _, parent, ok := traceparent.Parse(a.Str.String()); ok {
+			out := dir == "traceparent.out"
+			b.binds = append(b.binds, bindPoint{id: parent, ts: n.row.TS, dur: dur, seq: b.Report.Events,
+				slice: n.row.ID, in: !out, out: out})
+		}
+		return
+	}
 }
 
 // parseBindID reads a bind_id as trace_processor does: a number, or a
@@ -232,7 +332,8 @@ func parseBindID(raw json.RawMessage) (uint64, bool) {
 	return n, err == nil
 }
 
-// endBinds writes the arrows of the group's bind_id flows.
+// endBinds writes the arrows of the bind_id flows of every group, which
+// may bind the slices of two processes (see linkFlow), at Close.
 func (b *Builder) endBinds() error {
 	pts := b.binds
 	slices.SortStableFunc(pts, func(x, y bindPoint) int {

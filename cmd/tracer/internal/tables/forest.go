@@ -42,6 +42,7 @@ import (
 type node struct {
 	end      int64 // math.MaxInt64 for a B never ended
 	size     int   // slices in its subtree, itself included
+	be       bool  // a B/E (or b/e) pair, which its E pops off Perfetto's stack
 	row      Slice
 	args     string // row.Args, set when it is written
 	children []*node
@@ -54,9 +55,10 @@ func before(a, b *node) bool {
 
 // contains reports whether p encloses c as trace_processor's stack
 // nests them: c begins inside p (a slice beginning where p ends is not
-// p's child) and ends in it.
+// p's child) and ends in it; two slices of no duration at one time nest,
+// the later in the sort in the earlier.
 func contains(p, c *node) bool {
-	return p.row.TS <= c.row.TS && c.end <= p.end && c.row.TS < p.end
+	return p.row.TS <= c.row.TS && c.end <= p.end && (c.row.TS < p.end || p.row.TS == p.end && c.row.TS == c.end)
 }
 
 // search returns where n goes in list, sorted by start: the first node
@@ -94,13 +96,14 @@ func search(list []*node, n *node) int {
 }
 
 // insert adds n to the forest list, sorted by start, and returns it, and
-// whether a slice of list encloses n (n is then its descendant).
+// whether a slice of list encloses n (n is then its descendant). Sizes
+// are kept right on the roots only, the ones read (a root and its
+// subtree are written together).
 func insert(list []*node, n *node) ([]*node, bool) {
 	i := search(list, n)
 	if i > 0 && contains(list[i-1], n) {
 		p := list[i-1]
 		p.children, _ = insert(p.children, n)
-		p.size += n.size
 		return list, true
 	}
 	j := i
@@ -120,6 +123,46 @@ func insert(list []*node, n *node) ([]*node, bool) {
 	return list[:i+1+k], false
 }
 
+// place adds n to t's forest and returns whether a root encloses it. A
+// file in start order puts each slice in the one before it, or in one of
+// its ancestors: so the path to the slice placed last is kept, and n is
+// put under the deepest slice on it that encloses it without a search
+// from the roots down, which in a chain of nested slices would cost time
+// quadratic in its depth.
+func (t *track) place(n *node) bool {
+	path := t.path
+	k := len(path) - 1
+	for k >= 0 && !contains(path[k], n) {
+		k--
+	}
+	if k < 0 {
+		var nested bool
+		t.roots, nested = insert(t.roots, n)
+		if nested {
+			t.rootOf(n).size += n.size
+			t.path = nil
+		} else {
+			t.path = append(t.path[:0], n)
+		}
+		return nested
+	}
+	p := path[k]
+	p.children, _ = insert(p.children, n)
+	path[0].size += n.size
+	if last := p.children[len(p.children)-1]; last == n {
+		t.path = append(path[:k+1], n) // the usual case: n is p's last child
+	} else {
+		t.path = nil
+	}
+	return true
+}
+
+// rootOf returns the root whose subtree holds n.
+func (t *track) rootOf(n *node) *node {
+	i := search(t.roots, n)
+	return t.roots[i-1]
+}
+
 // A track is a timeline of slices: a thread's, an async track, or the
 // instants of a process or of the trace.
 type track struct {
@@ -133,11 +176,17 @@ type track struct {
 	maxStart int64    // latest start so far
 	extents  []extent // of the roots written, oldest first: a window of extBuf
 	extBuf   []extent
-	maxWrite int64 // latest start of a root written, MinInt64 before
+	maxWrite int64   // latest start of a root written, MinInt64 before
+	path     []*node // from a root down to the slice placed last (see place)
 
 	points []*flowPoint // flow events waiting for their slice, by ts
 	nexts  int          // of which bind to the next slice
-	listed bool         // in Builder.waiting
+	stale  int64        // the slice on top of Perfetto's stack after the last root written, or 0
+
+	asyncTrack bool        // an async track: its events are replayed at the end (see replayAsync)
+	upid       *int64      // an async track's process, if id2.local
+	asyncs     []asyncItem // its events so far
+	listed     bool        // in Builder.waiting
 }
 
 func newTrack(id int64) *track {
@@ -164,8 +213,8 @@ func (t *track) safe() int {
 	n := 0
 	for n < len(t.roots) {
 		r := t.roots[n]
-		if r.end > t.maxStart {
-			break
+		if r.end > t.maxStart || r.end == t.maxStart && r.row.TS == r.end {
+			break // a slice to come may begin in it (of no duration, one at its time)
 		}
 		for _, b := range t.open {
 			if b.row.TS <= r.row.TS {

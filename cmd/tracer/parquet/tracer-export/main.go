@@ -33,7 +33,7 @@ func run(args []string, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	format := fs.String("format", "parquet", "the output `format`: parquet")
 	out := fs.String("o", "", "write the tables to the directory `DIR` (created; it must not hold tables already)")
-	pending := fs.Int("max-pending", tables.DefaultMaxPending, "the most slices kept waiting for their enclosing slice (memory: about 200 bytes each)")
+	pending := fs.Int("max-pending", tables.DefaultMaxPending, "the most slices kept waiting for their enclosing slice (memory: about 250 bytes each)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: tracer export -format parquet -o DIR FILE...")
 		fs.PrintDefaults()
@@ -67,10 +67,7 @@ func run(args []string, stderr io.Writer) int {
 
 // warn says what the export could not place exactly.
 func warn(w io.Writer, rep tables.Report) {
-	if rep.Unsure > 0 {
-		fmt.Fprintf(w, "warning: %d slices were written before every slice around them was read (-max-pending): their depth may be too small\n", rep.Unsure)
-	}
-	if rep.UnboundFlows > 0 {
-		fmt.Fprintf(w, "warning: %d flow events outside every slice of their thread: no arrow from or to them\n", rep.UnboundFlows)
+	for _, m := range rep.Warnings() {
+		fmt.Fprintf(w, "warning: %s\n", m)
 	}
 }
