@@ -40,7 +40,9 @@ type Report struct {
 func (r Report) Warnings() []string {
 	var w []string
 	if r.Unsure > 0 {
-		w = append(w, fmt.Sprintf("%d slices were written before a slice that encloses them was read (more than %d slices waited for one, as when a span's B comes after the spans it holds): their depth is short and their parent may be wrong. Run again with -max-pending %d or more (about 250 bytes a slice)",
+		w = append(w, fmt.Sprintf("%d slices were written before a slice that encloses them was read, later in the file: their depth is short and their parent may be wrong. "+
+			"Either more than %d slices waited for it (as when a span's B comes after the spans it holds: run again with -max-pending %d or more, about 250 bytes a slice), "+
+			"or it came after its track had been in start order (a long X written at the end of the file, as webpack's EvaluateScript: no bound helps, tracer stats counts them right)",
 			r.Unsure, r.MaxPending, 4*r.MaxPending))
 	}
 	if r.TooDeep > 0 {

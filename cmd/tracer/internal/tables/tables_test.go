@@ -370,7 +370,7 @@ func TestLateB(t *testing.T) {
 	}
 	r, rep = build(t, 1000, path)
 	assert.Positive(t, rep.Unsure)
-	assert.Contains(t, rep.Warnings()[0], "Run again with -max-pending 4000 or more")
+	assert.Contains(t, rep.Warnings()[0], "run again with -max-pending 4000 or more")
 }
 
 // TestLinksBetweenFiles: the raw files of a client and a server, read
