@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -177,6 +178,120 @@ func TestCheckToolsAgainstViewers(t *testing.T) {
 			assert.Equal(t, viewerSays(catapult[i], "warnings", "type"), c, "catapult (check's counts %v)", counts)
 			if want := viewerCounts(perfetto[i], catapult[i]); !maps.Equal(want, counts) {
 				t.Logf("how often: the viewers %v, check %v", want, counts)
+			}
+		})
+	}
+}
+
+// perfettoCounters asks trace_processor, per counter series, its samples,
+// least and greatest values.
+const perfettoCounters = `select t.name as name, count(*) as n, min(c.value) as lo, max(c.value) as hi
+from counter c join counter_track t on c.track_id = t.id group by t.id;`
+
+// TestStatsToolsAgainstPerfetto compares stats with trace_processor on
+// every trace of the corpus of real tools' traces, plain and gzip, and on
+// a copy cut at a random byte where Perfetto loads it (the bare [ form):
+// per span name the count, total and self time, per thread its slices and
+// busy time (comparePerfetto), and per counter series its samples, least
+// and greatest values.
+func TestStatsToolsAgainstPerfetto(t *testing.T) {
+	for _, f := range toolFiles(t, t.TempDir(), 1) {
+		if strings.HasSuffix(f.name, "gzip cut") || f.cut && firstByte(t, f.path) == '{' {
+			continue // neither viewer loads it
+		}
+		t.Run(f.name, func(t *testing.T) {
+			var tolerance int64
+			if strings.HasPrefix(f.name, "go-build") {
+				tolerance = 512 // absolute µs, which trace_processor rounds to 256 ns
+			}
+			compareStats(t, f.path, tolerance, true) // stats counts a B never ended to the end of the trace
+			s, err := computeStats(f.path, true)
+			require.NoError(t, err)
+			var want, have []string
+			for _, row := range tracecheck.Query(t, f.path, perfettoCounters) {
+				want = append(want, fmt.Sprintf("%s n=%s [%s, %s]", row["name"], row["n"], num(row["lo"]), num(row["hi"])))
+			}
+			for _, c := range s.Counters {
+				have = append(have, fmt.Sprintf("%s %s n=%d [%s, %s]", c.Name, c.Key, c.Samples, num(fmt.Sprint(float64(c.Min))), num(fmt.Sprint(float64(c.Max)))))
+			}
+			slices.Sort(want)
+			slices.Sort(have)
+			assert.Equal(t, want, have, "counters")
+		})
+	}
+}
+
+// num writes a number as trace_processor's CSV and Go's %v may both
+// write it, to compare them.
+func num(s string) string {
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return s
+	}
+	return strconv.FormatFloat(f, 'g', 12, 64)
+}
+
+// firstByte returns the first byte of the file at path.
+func firstByte(t *testing.T, path string) byte {
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	return strings.TrimSpace(string(data[:min(len(data), 64)]))[0]
+}
+
+// TestCutToolsAgainstPerfetto cuts the middle third of each trace of the
+// corpus of real tools' traces out and compares what trace_processor
+// shows of the window in the cut with what it shows of that window in the
+// original (compareCutWith): slices, clipped, and their depth (their times
+// left out on go-build's absolute microseconds, which trace_processor
+// rounds), and flows: the cut keeps every arrow of the window, and may
+// bind more (trace_processor binds a flow event to a slice that ended
+// before it, which in the window may be another).
+func TestCutToolsAgainstPerfetto(t *testing.T) {
+	for _, f := range toolFiles(t, t.TempDir(), 1) {
+		if !strings.HasSuffix(f.name, " plain") {
+			continue
+		}
+		t.Run(f.name, func(t *testing.T) {
+			s, err := computeStats(f.path, true)
+			require.NoError(t, err)
+			from, to := s.Start+s.Duration/3, s.Start+2*s.Duration/3
+			compareCutWith(t, f.path, from, to, strings.HasPrefix(f.name, "go-build"), true)
+		})
+	}
+}
+
+// TestRepairToolsAgainstPerfetto repairs each trace of the corpus of real
+// tools' traces cut at a random byte, plain and gzip: the repaired file
+// holds every slice trace_processor shows of the cut one (where it loads
+// it), and none the uncut file does not have.
+func TestRepairToolsAgainstPerfetto(t *testing.T) {
+	const q = "select name, ts from slice order by ts, name;"
+	files := toolFiles(t, t.TempDir(), 1)
+	whole := map[string]string{}
+	for _, f := range files {
+		if !f.cut {
+			whole[strings.TrimSuffix(strings.TrimSuffix(f.name, " plain"), " gzip")] = f.path
+		}
+	}
+	for _, f := range files {
+		if !f.cut {
+			continue
+		}
+		t.Run(f.name, func(t *testing.T) {
+			base := strings.TrimSuffix(strings.TrimSuffix(f.name, " plain cut"), " gzip cut")
+			out := filepath.Join(t.TempDir(), "repaired.json")
+			code, _, stderr := runCmd("repair", "-q", "-o", out, f.path)
+			require.Equal(t, 0, code, stderr)
+			got := tracecheck.Query(t, out, q)
+			uncut := map[string]bool{}
+			for _, r := range tracecheck.Query(t, whole[base], q) {
+				uncut[r["name"]+"@"+r["ts"]] = true
+			}
+			for _, r := range got {
+				assert.True(t, uncut[r["name"]+"@"+r["ts"]], "%s at %s is not in the uncut file", r["name"], r["ts"])
+			}
+			if strings.HasSuffix(f.name, "plain cut") && firstByte(t, f.path) == '[' {
+				assert.Equal(t, tracecheck.Query(t, f.path, q), got, "the slices Perfetto shows of the cut file")
 			}
 		})
 	}
