@@ -72,7 +72,7 @@ func TestPipesAsFiles(t *testing.T) {
 		{"stats deep", []string{"stats", "-json", "FILE-deep"}},
 		{"stats gzip", []string{"stats", "-json", "FILE-a.gz"}},
 		{"merge", []string{"merge", "-q", "-o", "-", "FILE-a", "FILE-b"}},
-		{"cut", []string{"cut", "-q", "-from", "1ms", "-o", "-", "FILE-a"}},
+		{"cut", []string{"cut", "-q", "-from", "0s", "-o", "-", "FILE-a"}}, // a window inside any trace, however fast it was made
 		{"repair", []string{"repair", "-q", "-o", "-", "FILE-a.gz"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
