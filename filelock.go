@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/gotracer/tracer/internal/filelock"
 )
 
 // One writer per file.
@@ -18,6 +20,19 @@ import (
 // fails on a file another tracer holds, in this process or another,
 // before truncating it. On platforms without flock (Windows) there is no
 // lock: two writers there are the user's to avoid.
+
+// lockFile takes the advisory write lock on f without waiting, and
+// returns ErrFileInUse if another open file holds it. The tracer command
+// takes the same lock (internal/filelock) before it replaces a file.
+func lockFile(f *os.File) error {
+	if err := filelock.Lock(f); err != nil {
+		if errors.Is(err, filelock.ErrHeld) {
+			return ErrFileInUse
+		}
+		return err
+	}
+	return nil
+}
 
 // joinSuffix ends the name of the temporary file that closing a gzip
 // file writes its joined members to (see joinGzipMembers).
