@@ -37,6 +37,7 @@ type anyDrawn struct {
 // track (X, or B/E), or as async slices, with the spans of the goroutine
 // still nested, a flow from the parent, both importers agreeing.
 func TestSpanHandle(t *testing.T) {
+	t.Parallel() // its own tracers, child processes or importers: it mostly waits
 	tests := []struct {
 		name string
 		run  func(t *Tracer)

@@ -41,6 +41,7 @@ func TestPipeChild(t *testing.T) {
 // refuses a trace that ends inside an event. Writes of at most PIPE_BUF
 // bytes are atomic on a pipe, and the tracer writes to one in such pieces.
 func TestPipeCrash(t *testing.T) {
+	t.Parallel() // its own tracers, child processes or importers: it mostly waits
 	for _, mode := range []string{"json", "gzip"} {
 		for run := range 3 {
 			t.Run(fmt.Sprintf("%s/%d", mode, run), func(t *testing.T) {

@@ -82,6 +82,7 @@ func TestCrashChild(t *testing.T) {
 // checks the file it left: it parses after the documented repair and holds
 // every span that had ended before the last flush the child completed.
 func TestCrashSIGKILL(t *testing.T) {
+	t.Parallel() // its own tracers, child processes or importers: it mostly waits
 	for run := 0; run < 3; run++ {
 		crashOnce(t, time.Duration(run)*7*time.Millisecond)
 	}

@@ -82,7 +82,7 @@ func NewFlightRecorder(cfg FlightRecorderConfig, opts ...Option) (*FlightRecorde
 	if o.sink.rotating() {
 		return nil, errors.New("tracer: a flight recorder writes no files to rotate")
 	}
-	win := &windowSink{cfg: cfg}
+	win := &windowSink{cfg: cfg, now: o.clock.now}
 	t, err := newTracer(win, o)
 	if err != nil {
 		return nil, err
@@ -151,7 +151,7 @@ func (r *FlightRecorder) snapshot() ([]byte, error) {
 	f.pass(true)
 	f.sync() // into the window, which does not fail; the writer is idle now
 	win := r.win
-	win.evict(nanotime())
+	win.evict(win.now())
 
 	events := make([]byte, 0, win.bytes)
 	for _, c := range win.chunks {
@@ -165,6 +165,7 @@ func (r *FlightRecorder) snapshot() ([]byte, error) {
 // one line, so events are counted and cut off by lines.
 type windowSink struct {
 	cfg           FlightRecorderConfig
+	now           func() int64  // the clock's: see flushclock.go
 	chunks        []windowChunk // oldest first
 	events, bytes int           // in the window
 	spare         [][]byte
@@ -188,7 +189,7 @@ func (w *windowSink) Write(p []byte) (int, error) {
 	if n := len(w.spare); n > 0 && cap(w.spare[n-1]) >= len(p) {
 		buf, w.spare = w.spare[n-1][:0], w.spare[:n-1]
 	}
-	c := windowChunk{buf: append(buf, p...), events: bytes.Count(p, []byte{'\n'}), at: nanotime()}
+	c := windowChunk{buf: append(buf, p...), events: bytes.Count(p, []byte{'\n'}), at: w.now()}
 	w.chunks = append(w.chunks, c)
 	w.events += c.events
 	w.bytes += len(p)

@@ -85,10 +85,11 @@ func TestFlightRecorderKeepsTheNewestEvents(t *testing.T) {
 }
 
 func TestFlightRecorderMaxAge(t *testing.T) {
-	r := newFlightRecorder(t, FlightRecorderConfig{MaxAge: 50 * time.Millisecond}, WithFlushInterval(5*time.Millisecond))
+	clk := newTestClock()
+	r := newFlightRecorder(t, FlightRecorderConfig{MaxAge: 50 * time.Millisecond}, withClock(clk))
 	r.Instant("old")
 	require.NoError(t, r.Flush())
-	time.Sleep(100 * time.Millisecond)
+	clk.advance(100 * time.Millisecond)
 	r.Instant("new")
 	evs := takeTrace(t, r)
 	find(t, evs, "i", "new")
@@ -102,14 +103,14 @@ func TestFlightRecorderMaxAge(t *testing.T) {
 // window cut off: ended spans are X events, LongSpan's too, and spans still
 // open are B events without E.
 func TestFlightRecorderSpans(t *testing.T) {
-	r := newFlightRecorder(t, FlightRecorderConfig{MaxEvents: 50}, WithFlushInterval(time.Millisecond))
+	r := newFlightRecorder(t, FlightRecorderConfig{MaxEvents: 50}, withClock(newTestClock()))
 	r.SetGoroutineName("main")
 	request := r.Span("slow request", String("path", "/x"))
 	region := r.LongSpan("region")
 	for i := 0; i < 200; i++ {
 		r.Span("step", Int("i", i))()
 		if i%10 == 0 {
-			time.Sleep(time.Millisecond) // let the flusher take batches
+			require.NoError(t, r.Flush()) // the window takes a batch
 		}
 	}
 	done := r.LongSpan("short begin")

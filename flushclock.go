@@ -7,14 +7,15 @@ import (
 
 // The flusher's clock.
 //
-// Two of the flusher's decisions follow time: it passes every flush
-// interval, and it writes as a B event every span still open that started
-// more than a flush interval before the pass (so that a trace cut by a
-// kill shows what was running). Both come from a flushClock, as zap's
-// entries take their time from a zapcore.Clock: the real one, or a test's,
-// which passes only when told and tells which spans are old, so that a
-// test says "every span open now is old" or "pass now" instead of sleeping
-// past an interval and hoping the machine kept up.
+// Three decisions follow time: the flusher passes every flush interval;
+// it writes as a B event every span still open that started more than a
+// flush interval before the pass (so that a trace cut by a kill shows
+// what was running); and a flight recorder pushes out what it wrote more
+// than MaxAge ago. They come from a flushClock, as zap's entries take
+// their time from a zapcore.Clock: the real one, or a test's, which
+// passes only when told, tells which spans are old and how late it is,
+// so that a test says "every span open now is old", "pass now" or "a
+// minute later" instead of sleeping and hoping the machine kept up.
 
 // A flushClock is where the flusher takes its time from.
 type flushClock interface {
@@ -26,6 +27,10 @@ type flushClock interface {
 	// pass that takes the events before cut is old enough to be written
 	// as a B event.
 	oldBefore(cut int64, interval time.Duration) int64
+
+	// now returns the nanotime a flight recorder's window takes for now:
+	// what it wrote more than MaxAge before is pushed out.
+	now() int64
 }
 
 // realClock is the flushClock of every tracer but a test's.
@@ -37,6 +42,8 @@ func (realClock) ticks(interval time.Duration) (<-chan time.Time, func()) {
 }
 
 func (realClock) oldBefore(cut int64, interval time.Duration) int64 { return cut - int64(interval) }
+
+func (realClock) now() int64 { return nanotime() }
 
 // never is the oldBefore of a clock for which no span is old.
 const never = math.MinInt64

@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
@@ -151,10 +150,10 @@ func FuzzRecordSequence(f *testing.F) {
 	path := filepath.Join(f.TempDir(), "fuzz.json")
 	f.Fuzz(func(t *testing.T, ops []byte) {
 		ops = ops[:min(len(ops), 4000)]
-		tr, err := New(path, WithBufferLimit(chunkBytes), WithFlushInterval(time.Millisecond))
+		tr, err := New(path, WithBufferLimit(chunkBytes), withClock(newTestClock()))
 		require.NoError(t, err)
 		var open, ended []func(...Arg)
-		id, misuse, sleeps := 0, false, 0
+		id, misuse := 0, false
 		nextID := func() Arg { id++; return Int("id", id-1) }
 		for i, op := range ops {
 			arg := int(op / 10)
@@ -191,11 +190,8 @@ func FuzzRecordSequence(f *testing.F) {
 				tr.Span("many", args...)()
 			case 8:
 				tr.SetGoroutineName(string(ops[i:min(i+8, len(ops))]))
-			case 9: // let the open spans grow older than the flush interval
-				if sleeps < 3 {
-					sleeps++
-					time.Sleep(2 * time.Millisecond)
-				}
+			case 9: // the open spans grow older than the flush interval
+				ageAll(tr)
 			}
 		}
 		require.NoError(t, tr.Close())

@@ -181,6 +181,7 @@ func allocsPerRun(runs int, f func()) float64 {
 type testClock struct {
 	tick chan time.Time
 	old  atomic.Int64 // the nanotime before which an open span is old
+	skew atomic.Int64 // how far ahead of nanotime the clock is: see advance
 }
 
 func newTestClock() *testClock {
@@ -193,14 +194,43 @@ func (c *testClock) ticks(time.Duration) (<-chan time.Time, func()) { return c.t
 
 func (c *testClock) oldBefore(cut int64, _ time.Duration) int64 { return min(c.old.Load(), cut) }
 
+func (c *testClock) now() int64 { return nanotime() + c.skew.Load() }
+
+// advance moves the clock d ahead: a flight recorder's window takes what
+// it wrote for d older.
+func (c *testClock) advance(d time.Duration) { c.skew.Add(int64(d)) }
+
+// passing makes the flusher pass on its own goroutine again and again, as
+// a short flush interval would, until the function it returns is called:
+// passes that come between a test's events, driven by the test.
+func (c *testClock) passing() (stop func()) {
+	done, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		for {
+			select {
+			case c.tick <- time.Now():
+			case <-done:
+				return
+			}
+		}
+	}()
+	return func() { close(done); <-stopped }
+}
+
 // ageAll makes every span open at a pass from now on old: the next pass
 // (a Flush) writes their B events, as a pass a flush interval after they
 // started would.
 func (c *testClock) ageAll() { c.old.Store(math.MaxInt64) }
 
 // pass makes the flusher pass on its own goroutine, as it does every
-// flush interval, and returns once it has begun.
+// flush interval, and returns once it has begun: after a pass, the one
+// before it is done.
 func (c *testClock) pass() { c.tick <- time.Now() }
+
+// passAfter is pass at the tick of d from now: once a second or so, the
+// flusher gives the pool the chunks a burst left unused.
+func (c *testClock) passAfter(d time.Duration) { c.tick <- time.Now().Add(d) }
 
 // ageAll makes every span open on tr at its next pass old, as a flush
 // interval later, if tr has a testClock.

@@ -19,19 +19,23 @@ import (
 // uncounted, past a bound of 16,384 open spans).
 func TestManyOpenSpans(t *testing.T) {
 	const n = 20000
-	tr, path := newTestTracer(t, WithFlushInterval(50*time.Millisecond))
-	var wg sync.WaitGroup
+	tr, path := newTestTracer(t)
+	var wg, started sync.WaitGroup
 	release := make(chan struct{})
 	wg.Add(n)
+	started.Add(n)
 	for i := range n {
 		go func() {
 			defer wg.Done()
 			end := tr.Span("request", Int("i", i))
+			started.Done()
 			<-release
 			end()
 		}()
 	}
-	time.Sleep(300 * time.Millisecond)
+	started.Wait()
+	ageAll(tr) // a flush interval later: their B events are written
+	require.NoError(t, tr.Flush())
 	close(release)
 	wg.Wait()
 	require.NoError(t, tr.Close())
@@ -56,7 +60,7 @@ func TestManyOpenSpans(t *testing.T) {
 func TestOldBeginsInBatches(t *testing.T) {
 	const n = 20000 // about 2 MB of B events: eight batches
 	w := &largestWrite{}
-	tr, err := NewWithWriter(w, WithFlushInterval(10*time.Millisecond))
+	tr, err := NewWithWriter(w, withClock(newTestClock()))
 	require.NoError(t, err)
 	var started, wg sync.WaitGroup
 	release := make(chan struct{})
@@ -72,7 +76,7 @@ func TestOldBeginsInBatches(t *testing.T) {
 		}()
 	}
 	started.Wait()
-	time.Sleep(30 * time.Millisecond) // every span older than the interval: Flush writes its B
+	ageAll(tr) // every span older than the interval: Flush writes its B
 	require.NoError(t, tr.Flush())
 	close(release)
 	wg.Wait()

@@ -137,7 +137,6 @@ func TestFailedWriteWritesBeginsAgain(t *testing.T) {
 	require.NoError(t, tr.Flush()) // call 2: the B goes out
 	end2 := tr.LongSpan("B in a failed write")
 	require.Error(t, tr.Flush()) // call 3 fails
-	time.Sleep(2 * time.Millisecond)
 	end2()
 	end()
 	require.NoError(t, tr.Close())
@@ -298,14 +297,16 @@ func (w *gatedWriter) Write(p []byte) (int, error) {
 func TestQueuedEndOfLostBegin(t *testing.T) {
 	w := &gatedWriter{arrived: make(chan struct{}), release: make(chan error)}
 	go func() { <-w.arrived; w.release <- nil }() // the header
-	tr, err := NewWithWriter(w, WithErrorHandler(func(error) {}), WithFlushInterval(2*time.Millisecond))
+	clk := newTestClock()
+	tr, err := NewWithWriter(w, WithErrorHandler(func(error) {}), withClock(clk))
 	require.NoError(t, err)
 	end := tr.LongSpan("long")
+	clk.pass()
 	<-w.arrived // the batch with the B: the writer waits in it
 	end(Int("status", 200))
-	// Passes go on every 2ms, and queue the E while the writer waits.
+	clk.pass() // queues the E while the writer waits
 	require.Eventually(t, func() bool { return len(tr.flusher.out.queue) > 0 },
-		2*time.Second, time.Millisecond, "a pass queues the batch with the E")
+		10*time.Second, time.Millisecond, "a pass queues the batch with the E")
 	w.release <- errors.New("disk full") // the B's batch is lost
 	go func() {
 		for range w.arrived {
@@ -332,22 +333,27 @@ func TestLostEndKeepsItsPlace(t *testing.T) {
 	w := &gatedWriter{arrived: make(chan struct{}), release: make(chan error)}
 	pass := func() { <-w.arrived; w.release <- nil }
 	go pass() // the header
-	tr, err := NewWithWriter(w, WithErrorHandler(func(error) {}), WithFlushInterval(2*time.Millisecond))
+	clk := newTestClock()
+	tr, err := NewWithWriter(w, WithErrorHandler(func(error) {}), withClock(clk))
 	require.NoError(t, err)
 	end1 := tr.LongSpan("job", Int("n", 1))
+	clk.pass()
 	pass() // the batch with the first B
 	end1()
+	clk.pass()
 	<-w.arrived // the batch with the first E: held
 	end2 := tr.LongSpan("job", Int("n", 2))
+	clk.pass()
 	require.Eventually(t, func() bool { return len(tr.flusher.out.queue) > 0 },
-		2*time.Second, time.Millisecond, "a pass queues the batch with the second B")
+		10*time.Second, time.Millisecond, "a pass queues the batch with the second B")
 	w.release <- errors.New("disk full") // the first E is lost
 	go func() {
 		for range w.arrived {
 			w.release <- nil
 		}
 	}()
-	time.Sleep(10 * time.Millisecond)
+	require.Eventually(t, func() bool { return tr.Stats().SinkErrors > 0 }, 10*time.Second, time.Millisecond,
+		"the write of the first E failed")
 	end2()
 	require.ErrorContains(t, tr.Close(), "disk full")
 	close(w.arrived)

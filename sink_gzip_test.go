@@ -214,6 +214,7 @@ func TestGzipCrashChild(t *testing.T) {
 // moments: every member in the file must be whole, and together they must
 // hold every span that ended before the child's last completed flush.
 func TestGzipCrashSIGKILL(t *testing.T) {
+	t.Parallel() // its own tracers, child processes or importers: it mostly waits
 	for run := 0; run < 3; run++ {
 		path := filepath.Join(t.TempDir(), "crash.json.gz")
 		cmd := childtest.Command("TestGzipCrashChild", gzipCrashChildEnv+"="+path)

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/gotracer/tracer/internal/childtest"
 	"github.com/gotracer/tracer/internal/tracecheck"
@@ -65,8 +64,9 @@ func TestRotationOnFullDisk(t *testing.T) {
 			path := filepath.Join(dir, tt.file)
 			var log errorLog
 			tr, err := New(path, append(tt.opts, WithMaxFileSize(tt.maxSize), WithMaxFiles(6),
-				WithFlushInterval(time.Millisecond), WithErrorHandler(log.handle))...)
+				withClock(newTestClock()), WithErrorHandler(log.handle))...)
 			require.NoError(t, err)
+			ageAll(tr) // the workers' spans are written as B at every flush
 
 			// Workers hold a span for their life, so that every new file
 			// starts with B events written again.

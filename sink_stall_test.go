@@ -107,6 +107,7 @@ func dropCounter(evs []event) []uint64 {
 // up after the stop timeout, and once the sink recovers the file goes on,
 // strict JSON, with the drop counter stepping over the gap.
 func TestStalledSinkNeverBlocksRecording(t *testing.T) {
+	t.Parallel() // its own tracers, child processes or importers: it mostly waits
 	s, path := newGateSink(t)
 	const timeout = 300 * time.Millisecond
 	tr := newTracerOn(t, s, WithBufferLimit(chunkBytes), WithFlushInterval(5*time.Millisecond), WithStopTimeout(timeout))

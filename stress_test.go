@@ -154,7 +154,9 @@ func TestMillionGoroutines(t *testing.T) {
 // must be in the file exactly once, and the tracks must nest.
 func TestGOMAXPROCSChurn(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
-	tr, path := newTestTracer(t, WithFlushInterval(time.Millisecond))
+	clk := newTestClock()
+	tr, path := newTestTracer(t, withClock(clk))
+	defer clk.passing()() // passes while Ps come and go
 	const workers, perWorker = 8, 3000
 	var done atomic.Bool
 	churned := make(chan int)

@@ -190,7 +190,9 @@ func TestNestingAcrossManyGoroutines(t *testing.T) {
 // still reach the file in order.
 func TestBeginEndOrderWhileMigrating(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
-	tr, path := newTestTracer(t, WithFlushInterval(time.Millisecond))
+	clk := newTestClock()
+	tr, path := newTestTracer(t, withClock(clk))
+	defer clk.passing()() // passes between the goroutines' events
 	var wg sync.WaitGroup
 	for g := 0; g < 8; g++ {
 		wg.Add(1)
@@ -246,6 +248,7 @@ func TestCloseWhileRecording(t *testing.T) {
 	tr, path := newTestTracer(t)
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
+	var rounds atomic.Int64
 	for g := 0; g < 8; g++ {
 		wg.Add(1)
 		go func() {
@@ -259,12 +262,19 @@ func TestCloseWhileRecording(t *testing.T) {
 				end := tr.Span("work")
 				tr.Instant("tick")
 				end()
+				rounds.Add(1)
 			}
 		}()
 	}
-	time.Sleep(20 * time.Millisecond)
+	// Close while they record, and let them record some more.
+	waitFor := func(n int64) {
+		for at := rounds.Load(); rounds.Load() < at+n; {
+			runtime.Gosched()
+		}
+	}
+	waitFor(10_000)
 	require.NoError(t, tr.Close())
-	time.Sleep(5 * time.Millisecond)
+	waitFor(10_000)
 	close(stop)
 	wg.Wait()
 	require.NoError(t, tr.Close(), "Close is idempotent")

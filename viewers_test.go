@@ -218,6 +218,7 @@ func readMaybeGzip(t *testing.T, path string) []byte {
 // a slice on its goroutine's one track (an overflow track means spans
 // that overlap), every async operation a slice, the counters.
 func TestFilesLoadInBothViewers(t *testing.T) {
+	t.Parallel() // its own tracers, child processes or importers: it mostly waits
 	dir := importersDir(t)
 	out := t.TempDir()
 	var files []string
