@@ -19,6 +19,13 @@
 // follow the scheduler, so the old build's own runs may differ, which it
 // notes. It exits with status 1, after saying which differ and how, if
 // any new run matches no old one.
+//
+// Then it builds every example program (examples/*/main.go) at REV and at
+// the working tree, runs each build -runs times, and compares the shapes
+// of the lines they write (compareExamples): an example's goroutines and
+// requests interleave as the scheduler has them, so only the kinds of
+// events, their fields and their args' keys can be the same. -examples=false
+// leaves them out.
 package main
 
 import (
@@ -34,9 +41,13 @@ import (
 
 var modes = []string{"plain", "lanes", "rotate"}
 
+// examples says whether to compare the example programs' files too.
+var examples bool
+
 func main() {
 	base := flag.String("base", "", "the revision to compare with (required)")
 	runs := flag.Int("runs", 3, "runs of each build in each mode")
+	flag.BoolVar(&examples, "examples", true, "compare the files the example programs write too")
 	flag.Parse()
 	if *base == "" {
 		fmt.Fprintln(os.Stderr, "usage: go run ./internal/sameoutput -base REV [-runs N]")
@@ -126,11 +137,134 @@ func run(base string, runs int) error {
 		}
 		fmt.Printf("%s: %d lines, %d runs of each build compared\n", mode, len(olds[0]), runs)
 	}
+	if examples {
+		d, err := compareExamples(root, old, tmp, runs)
+		if err != nil {
+			return err
+		}
+		differ = differ || d
+	}
 	if differ {
 		return fmt.Errorf("the files differ")
 	}
 	fmt.Println("same output")
 	return nil
+}
+
+// compareExamples builds every example program at REV (in old) and in
+// the working tree (root), runs each build runs times in a directory of
+// its own, and compares the lines of the files they leave there, masked:
+// an example's goroutines and requests interleave as the scheduler has
+// them, and its timings decide how many of some events there are, so the
+// files are compared as sets of distinct shapes of line (exampleMasks).
+// Every event a new run writes must be one an old run wrote (its name,
+// phase, category and fields); an arg no old run gave it, or a shape that
+// every old run wrote and a new run lacks, is noted, as the scheduler
+// decides some of them. The exact bytes are the workload's to compare
+// (above). It reports whether any differ.
+func compareExamples(root, old, tmp string, runs int) (bool, error) {
+	mains, err := filepath.Glob(filepath.Join(root, "examples", "*", "main.go"))
+	if err != nil {
+		return false, err
+	}
+	differ := false
+	for _, main := range mains {
+		name := filepath.Base(filepath.Dir(main))
+		bins := map[string]string{}
+		for build, tree := range map[string]string{"old": old, "new": root} {
+			bins[build] = filepath.Join(tmp, "example-"+name+"-"+build)
+			dir := filepath.Join(tree, "examples", name)
+			pkg := "."
+			if _, err := os.Stat(filepath.Join(dir, "go.mod")); err != nil {
+				dir, pkg = tree, "./examples/"+name // in the root module
+			}
+			if _, err := output(dir, "go", "build", "-o", bins[build], pkg); err != nil {
+				return false, err
+			}
+		}
+		sets := map[string][]map[string]bool{}
+		for i := range runs {
+			for _, build := range []string{"old", "new"} {
+				dir := filepath.Join(tmp, fmt.Sprintf("example-%s-%s-%d", name, build, i))
+				if err := os.Mkdir(dir, 0o755); err != nil {
+					return false, err
+				}
+				cmd := exec.Command(bins[build])
+				cmd.Dir = dir
+				cmd.Env = append(os.Environ(), "TRACER_CLOCK=nanotime")
+				if out, err := cmd.CombinedOutput(); err != nil {
+					return false, fmt.Errorf("example %s, %s build: %v\n%s", name, build, err, out)
+				}
+				lines, err := normalised(dir, true)
+				if err != nil {
+					return false, fmt.Errorf("example %s: %w", name, err)
+				}
+				set := map[string]bool{}
+				for _, l := range lines {
+					for _, m := range exampleMasks {
+						l = m.re.ReplaceAllString(l, m.with)
+					}
+					set[maskArgValues(l)] = true
+				}
+				sets[build] = append(sets[build], set)
+			}
+		}
+		everyOld, anyOld := map[string]bool{}, map[string]bool{}
+		for l := range sets["old"][0] {
+			everyOld[l] = true
+		}
+		keysOf := map[string]map[string]bool{} // the arg keys old runs gave each event shape
+		for _, set := range sets["old"] {
+			for l := range everyOld {
+				if !set[l] {
+					delete(everyOld, l)
+				}
+			}
+			for l := range set {
+				anyOld[l] = true
+				head, keys := splitArgs(l)
+				if keysOf[head] == nil {
+					keysOf[head] = map[string]bool{}
+				}
+				for _, k := range keys {
+					keysOf[head][k] = true
+				}
+			}
+		}
+		for i, set := range sets["new"] {
+			for l := range set {
+				if anyOld[l] {
+					continue
+				}
+				// A line no old run wrote is the old builds' too if they
+				// wrote its event in some run; an arg they never gave it
+				// (a request that failed, or came with a traceparent, in
+				// this run only) is noted.
+				head, keys := splitArgs(l)
+				if keysOf[head] == nil {
+					differ = true
+					fmt.Printf("example %s: run %d of the new build wrote an event no run of the old one did:\n\t%s\n", name, i+1, l)
+					break
+				}
+				for _, k := range keys {
+					if !keysOf[head][k] {
+						fmt.Printf("example %s: note: run %d of the new build gave an event an arg no run of the old one did:\n\t%s\n", name, i+1, l)
+						break
+					}
+				}
+			}
+			for l := range everyOld {
+				if !set[l] {
+					// An event the scheduler decides (a GC assist, a slow
+					// request) can be missing from one run: a note.
+					fmt.Printf("example %s: note: run %d of the new build lacks a line every run of the old one wrote:\n\t%s\n", name, i+1, l)
+					break
+				}
+			}
+		}
+		fmt.Printf("example %s: %d distinct lines in every old run, %d in some, %d runs of each build compared\n", name, len(everyOld), len(anyOld), runs)
+	}
+	return differ, nil
 }
 
 // masks replace what differs from run to run.
@@ -145,6 +279,47 @@ var masks = []struct {
 	{regexp.MustCompile(`"(id|bind_id)":("0x[0-9a-f]+"|[0-9]+)`), `"$1":ID`},
 	{regexp.MustCompile(`"id2":\{"(local|global)":"0x[0-9a-f]+"\}`), `"id2":ID`},
 }
+
+// exampleMasks replace, besides masks, what an example's own choices and
+// the scheduler make differ from run to run: random ids and sizes, ports,
+// counts, measured times, which error a request met. What is left is each
+// event's shape: its name, phase, category and the keys of its args.
+var exampleMasks = []struct {
+	re   *regexp.Regexp
+	with string
+}{
+	{regexp.MustCompile(`[0-9a-f]{16,}`), `HEX`},
+	{regexp.MustCompile(`[0-9]+`), `N`},
+}
+
+// splitArgs returns a line without its args, and the keys of its args.
+// A span written whole (X) and one written open (B, whose end is to come,
+// or which a dump cut) are one event: which it is follows the scheduler.
+func splitArgs(line string) (head string, keys []string) {
+	line = strings.Replace(strings.Replace(line, `"ph":"X"`, `"ph":"span"`, 1), `"ph":"B"`, `"ph":"span"`, 1)
+	line = strings.Replace(line, `"dur":N,`, "", 1)
+	i := strings.Index(line, `"args":{`)
+	if i < 0 {
+		return line, nil
+	}
+	for _, m := range argValue.FindAllStringSubmatch(line[i+len(`"args":{`):], -1) {
+		keys = append(keys, m[1])
+	}
+	return line[:i], keys
+}
+
+// maskArgValues replaces the value of every arg of line with V.
+func maskArgValues(line string) string {
+	i := strings.Index(line, `"args":{`)
+	if i < 0 {
+		return line
+	}
+	return line[:i] + argValue.ReplaceAllString(line[i:], `${1}V`)
+}
+
+// argValue is a key and the value after it, a string or anything up to
+// the next comma or brace.
+var argValue = regexp.MustCompile(`("[^"\\]*(?:\\.[^"\\]*)*":)(?:"[^"\\]*(?:\\.[^"\\]*)*"|[^,{}"]+)`)
 
 // normalised returns the lines of the files in dir, masked, without blank
 // lines; sorted and without repeats for a rotated set.
