@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"go.uber.org/atomic"
 )
 
 func init() {
@@ -40,16 +42,44 @@ func startFromEnv(path string, getenv func(string) string) error {
 	pid := os.Getpid()
 	path = strings.ReplaceAll(path, PidPlaceholder, strconv.Itoa(pid))
 	err = Start(path, opts...)
-	if !errors.Is(err, ErrFileInUse) {
+	if errors.Is(err, ErrFileInUse) {
+		beside := besidePath(path, pid)
+		if err = Start(beside, opts...); err == nil {
+			fmt.Fprintf(os.Stderr, "tracer: %s is being written by another process; this one (pid %d) writes %s (put %s in %s for a file per process)\n",
+				path, pid, beside, PidPlaceholder, EnvFile)
+		}
+		path = beside
+	}
+	if err != nil {
 		return err
 	}
-	beside := besidePath(path, pid)
-	if err := Start(beside, opts...); err != nil {
-		return err
-	}
-	fmt.Fprintf(os.Stderr, "tracer: %s is being written by another process; this one (pid %d) writes %s (put %s in %s for a file per process)\n",
-		path, pid, beside, PidPlaceholder, EnvFile)
+	fromEnv.Store(&envTracer{t: loadStd(), path: path})
 	return nil
+}
+
+// envTracer is the default tracer TRACER_FILE started, and its file.
+type envTracer struct {
+	t    *Tracer
+	path string
+	told atomic.Bool // that a Start left it running: see startedFromEnv
+}
+
+// fromEnv is the default tracer TRACER_FILE started, if any: Start leaves
+// it running rather than fail (see Start).
+var fromEnv atomic.Pointer[envTracer]
+
+// startedFromEnv reports whether t is the default tracer TRACER_FILE
+// started, and says once on standard error that a Start for path leaves
+// it so.
+func startedFromEnv(t *Tracer, path string) bool {
+	e := fromEnv.Load()
+	if e == nil || e.t != t {
+		return false
+	}
+	if e.told.CompareAndSwap(false, true) {
+		fmt.Fprintf(os.Stderr, "tracer: %s=%s is set: the trace goes there, and Start(%q) leaves it so\n", EnvFile, e.path, path)
+	}
+	return true
 }
 
 // besidePath returns the name of a trace beside path for process pid:

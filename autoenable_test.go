@@ -32,6 +32,14 @@ func TestAutoChild(t *testing.T) {
 	if mode == "stop" {
 		defer Stop() // the one line the documentation suggests
 	}
+	if mode == "start" {
+		// The README's quick start, run with TRACER_FILE set: the
+		// variable wins, and Start returns nil.
+		if err := Start(filepath.Join(filepath.Dir(os.Getenv(EnvFile)), "chosen-by-main.json")); err != nil {
+			t.Fatalf("Start under TRACER_FILE: %v", err)
+		}
+		defer Stop()
+	}
 	SetGoroutineName("main")
 	for i := range 10 {
 		Span("work", Int("i", i))()
@@ -73,6 +81,7 @@ func TestAutoEnable(t *testing.T) {
 		extra  string
 	}{
 		{mode: "stop", closed: true},
+		{mode: "start", closed: true},
 		{mode: "return", env: []string{EnvFlush + "=10ms"}},
 		{mode: "signal", env: []string{EnvFlush + "=10ms"}},
 		{mode: "own handler", env: []string{EnvFlush + "=10ms"}, extra: "graceful shutdown"},
@@ -100,6 +109,11 @@ func TestAutoEnable(t *testing.T) {
 			} else {
 				out, err := cmd.CombinedOutput()
 				require.NoError(t, err, "%s", out)
+				if tc.mode == "start" {
+					assert.Equal(t, 1, strings.Count(string(out), "TRACER_FILE="+path+" is set: the trace goes there"), "%s", out)
+					_, err := os.Stat(filepath.Join(filepath.Dir(path), "chosen-by-main.json"))
+					assert.ErrorIs(t, err, os.ErrNotExist, "Start leaves the file TRACER_FILE names")
+				}
 			}
 
 			var evs []event

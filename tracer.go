@@ -267,13 +267,20 @@ func loadStd() *Tracer { return (*Tracer)(std.Load()) }
 
 // Start starts the default tracer, which the package-level recording
 // functions use, writing to the file at path. Until Start and after Stop
-// those functions do nothing and cost about one atomic load.
+// those functions do nothing and cost about one atomic load. It returns
+// ErrStarted if the default tracer runs already, but for one that
+// TRACER_FILE started: whoever set the variable chose where the trace
+// goes, so that one goes on (path and opts are left aside), Start returns
+// nil, and one line on standard error says so.
 func Start(path string, opts ...Option) error {
 	// Only the caller that will win may create the file: New truncates
 	// it, so a loser would wipe the winner's header and end the array.
 	startMu.Lock()
 	defer startMu.Unlock()
-	if loadStd() != nil {
+	if t := loadStd(); t != nil {
+		if startedFromEnv(t, path) {
+			return nil
+		}
 		return ErrStarted
 	}
 	t, err := New(path, opts...)
