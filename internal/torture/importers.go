@@ -1,0 +1,172 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Loading the files in both real importers (/work/shared/importers:
+// Perfetto's trace_processor and catapult's Trace Viewer, which
+// chrome://tracing runs). They are slow, catapult most (a Chromium starts
+// for each call), so a run loads them only if its seed draws it
+// (drawImporters: about one seed in five, from the seed alone), and then
+// at most importFiles files: each tracer's main file (its path, its
+// stream, its last flight recording) and one rotated file, the largest
+// first, within a size each importer loads in seconds.
+
+const (
+	importFiles     = 3
+	perfettoMaxSize = 256 << 20 // uncompressed bytes, estimated
+	catapultMaxSize = 24 << 20
+)
+
+// importerDir returns the directory of perfetto-check and catapult-check,
+// or "" if they are not set up.
+func importerDir() string {
+	for _, dir := range []string{os.Getenv("TRACER_IMPORTERS"), "/work/shared/importers"} {
+		if dir == "" {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(dir, "node_modules")); err == nil {
+			return dir
+		}
+	}
+	return ""
+}
+
+// importers loads a sample of files in both importers and fails the run
+// on a file either refuses, an import error or warning, or an overflow
+// track (Perfetto's second thread_execution track for one thread, where
+// it moves slices that overlap).
+func (r *run) importers(files []traceFile) {
+	dir := importerDir()
+	if dir == "" {
+		r.note("importers: not set up (run /work/shared/importers/setup): not loaded")
+		return
+	}
+	type cand struct {
+		traceFile
+		size int64
+	}
+	var main, rotated []cand
+	for _, f := range files {
+		fi, err := os.Stat(f.path)
+		if err != nil || fi.Size() == 0 {
+			continue
+		}
+		size := fi.Size()
+		if strings.HasSuffix(f.path, ".gz") {
+			size *= 10 // about what a trace compresses by
+		}
+		c := cand{f, size}
+		switch f.kind {
+		case "trace", "stream", "final":
+			main = append(main, c)
+		case "rotated":
+			rotated = append(rotated, c)
+		}
+	}
+	sort.Slice(main, func(i, j int) bool { return main[i].size > main[j].size })
+	sort.Slice(rotated, func(i, j int) bool { return rotated[i].size > rotated[j].size })
+	var perfetto, catapult []string
+	var skipped []string
+	for _, c := range append(main, rotated[:min(1, len(rotated))]...) {
+		if len(perfetto) >= importFiles {
+			break
+		}
+		rel, _ := filepath.Rel(r.dir, c.path)
+		if c.size > perfettoMaxSize {
+			skipped = append(skipped, rel+" (both)")
+			continue
+		}
+		perfetto = append(perfetto, c.path)
+		if c.size > catapultMaxSize {
+			skipped = append(skipped, rel+" (catapult)")
+			continue
+		}
+		catapult = append(catapult, c.path)
+	}
+	if len(skipped) > 0 {
+		r.note("importers: too large to load in seconds, not loaded: %s", strings.Join(skipped, ", "))
+	}
+	r.loadIn(filepath.Join(dir, "perfetto-check"), perfetto)
+	r.loadIn(filepath.Join(dir, "catapult-check"), catapult)
+}
+
+// loadIn loads paths with one importer's check command.
+func (r *run) loadIn(tool string, paths []string) {
+	if len(paths) == 0 {
+		return
+	}
+	name := filepath.Base(tool)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, tool, append([]string{"--brief"}, paths...)...).Output()
+	var exit *exec.ExitError
+	if errors.As(err, &exit) && exit.ExitCode() == 1 {
+		err = nil // a file failed to load: its report says why
+	}
+	if err != nil {
+		r.fail("importers", "%s failed: %v: %.300s", name, err, out)
+		return
+	}
+	var reps []map[string]any
+	if len(paths) == 1 {
+		var rep map[string]any
+		err = json.Unmarshal(out, &rep)
+		reps = append(reps, rep)
+	} else {
+		err = json.Unmarshal(out, &reps)
+	}
+	if err != nil || len(reps) != len(paths) {
+		r.fail("importers", "%s printed what does not parse (%v): %.300s", name, err, out)
+		return
+	}
+	for i, rep := range reps {
+		rel, _ := filepath.Rel(r.dir, paths[i])
+		for _, p := range importProblems(rep) {
+			r.fail("importers", "%s %s: %s", name, rel, p)
+		}
+	}
+	r.note("importers: %s loaded %d files", name, len(paths))
+}
+
+// importProblems returns what is wrong in one importer's report of a file.
+func importProblems(rep map[string]any) []string {
+	var out []string
+	if rep["ok"] != true {
+		out = append(out, fmt.Sprintf("refused the file: %v", rep["error"]))
+	}
+	for _, field := range []string{"importErrors", "warnings"} {
+		if v, ok := rep[field].([]any); ok && len(v) > 0 {
+			b, _ := json.Marshal(v[:min(3, len(v))])
+			out = append(out, fmt.Sprintf("%d %s: %s", len(v), field, b))
+		}
+	}
+	// Perfetto moves slices that overlap on a thread to an overflow
+	// track: a second thread_execution track for one tid.
+	tracks := map[string]int{}
+	if ts, ok := rep["slice_tracks"].([]any); ok {
+		for _, t := range ts {
+			m, _ := t.(map[string]any)
+			if m["track_type"] == "thread_execution" {
+				tracks[fmt.Sprintf("pid %v tid %v", m["pid"], m["tid"])]++
+			}
+		}
+	}
+	for k, n := range tracks {
+		if n > 1 {
+			out = append(out, fmt.Sprintf("%s has %d thread_execution tracks: overlapping slices were moved to an overflow track", k, n))
+		}
+	}
+	sort.Strings(out)
+	return out
+}
