@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 import (
@@ -46,12 +48,27 @@ func (r *run) check() {
 		r.fail("child", "%s", f)
 	}
 	files := r.collect()
+	r.unparsed = map[int]bool{}
 	ids := newIDSet(r)
 	for _, f := range files {
 		r.checkTraceFile(f, ids)
 	}
+	r.note("files: %d checked, %d events", r.filesChecked, r.eventsChecked)
 	if r.cfg.Importers {
 		r.importers(files)
+	}
+	for i, t := range r.cfg.Tracers {
+		if res := r.tracerResult(i); t.DumpOverLive && res != nil {
+			if res.DumpOverLive == "" {
+				r.note("t%d: the run ended before its flight recorder's dump onto t0's live path", i)
+			} else if res.DumpOverLive == "nil" {
+				// The file at the path is t0's, which it goes on writing: a
+				// recording there can only be a second writer on it.
+				r.fail("one writer", "t%d: FlightRecorder.WriteFile onto t0's path returned nil while t0 was writing it (a second writer; ErrFileInUse is the answer)", i)
+			} else {
+				r.note("t%d: FlightRecorder.WriteFile onto t0's live path returned %s", i, res.DumpOverLive)
+			}
+		}
 	}
 	if r.clean() {
 		r.accounting(ids)
@@ -238,8 +255,10 @@ func (r *run) checkTraceFile(f traceFile, ids *idSet) {
 			}
 		}
 	}
-	if r.o.verbose {
-		r.note("%s: %d events, %d tracks, closed=%v", rel, fr.events, fr.tracks, rules.mustClose)
+	r.filesChecked++
+	r.eventsChecked += fr.events
+	if !fr.parsed && f.account {
+		r.unparsed[f.tracer] = true
 	}
 }
 
@@ -313,8 +332,7 @@ func (s *idSet) takeProblems() []string {
 }
 
 // found returns, per class, how many distinct events of tracer tr from
-// pid were seen, and the first stream holding an event beyond what its
-// worker recorded, if counts are given.
+// pid were seen.
 func (s *idSet) found(pid, tr int) (n [numClasses]uint64) {
 	for k, st := range s.streams {
 		if k.pid != pid || k.tracer != tr {
@@ -403,6 +421,8 @@ func (r *run) accounting(ids *idSet) {
 		r.note("t%d: %s", i, desc)
 		why := ""
 		switch {
+		case r.unparsed[i]:
+			why = "a file of it is not JSON (reported above): its events cannot be read"
 		case r.cfg.optionalEvents(&r.cfg.Tracers[i]):
 			why = "it is the default tracer, which may stop while the workload records into tracer.Default()"
 		case t.FifoDiesAt > 0:
@@ -489,6 +509,8 @@ func (r *run) durability(ids *idSet) {
 			why = "its disk filled"
 		case t.Sink.rotates() && t.MaxFiles > 0:
 			why = "WithMaxFiles removes old files"
+		case r.unparsed[i]:
+			why = "a file of it is not JSON (reported above)"
 		case r.cfg.optionalEvents(&r.cfg.Tracers[i]):
 			why = "its events may go to no tracer"
 		case t.Handler == hClose || t.Handler == hStop || t.Stringer == strCloses:
@@ -499,7 +521,6 @@ func (r *run) durability(ids *idSet) {
 			continue
 		}
 		// The newest mark of each worker before each class's deadline.
-		type wk struct{ w int }
 		must := map[int][numClasses]uint64{}
 		r.rep.mu.Lock()
 		for _, m := range r.rep.marks {

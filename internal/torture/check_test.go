@@ -1,9 +1,12 @@
+//go:build linux
+
 package main
 
 import (
 	"bytes"
 	"compress/gzip"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -247,7 +250,7 @@ func TestDurabilityCatchesEventsLostBeforeAKill(t *testing.T) {
 
 func TestMemoryCheckCatchesALeak(t *testing.T) {
 	flat := func(i int) uint64 { return 20 << 20 }
-	leaky := func(i int) uint64 { return 20<<20 + uint64(i)*48*20000 } // 48 bytes a span started, for 50 MiB
+	leaky := func(i int) uint64 { return 20<<20 + uint64(i)*48*60000 } // 48 bytes a span started
 	for _, tc := range []struct {
 		name string
 		live func(int) uint64
@@ -261,8 +264,8 @@ func TestMemoryCheckCatchesALeak(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := testRun(&childResult{BaseHeap: 4 << 20, IdleHeap: tc.idle})
 			r.rep.samples = append(r.rep.samples, sample{phase: "base", live: 4 << 20})
-			for i := range 60 { // 6s of samples, 20,000 spans each
-				r.rep.samples = append(r.rep.samples, sample{phase: "run", live: tc.live(i), started: uint64(i) * 20000})
+			for i := range 60 { // 6s of samples, 60,000 spans each
+				r.rep.samples = append(r.rep.samples, sample{phase: "run", live: tc.live(i), started: uint64(i) * 60000})
 			}
 			r.checkMemory()
 			if tc.fail == "" {
@@ -319,4 +322,70 @@ func TestWatchReportsTheStalledGoroutine(t *testing.T) {
 	busy.tick()
 	_, d = w.stalled()
 	require.Less(t, d, time.Minute, "a tick is progress")
+}
+
+func TestSummarizeDumpNamesTheHook(t *testing.T) {
+	dump := `goroutine 1 [select]:
+github.com/gotracer/tracer.(*recorder).waitForChunk(0x1)
+	/x/assist.go:99
+main.main()
+
+goroutine 7 [select]:
+github.com/gotracer/tracer.(*recorder).waitForChunk(0x1)
+	/x/assist.go:99
+github.com/gotracer/tracer.(*Tracer).Instant(...)
+main.(*hookStringer).String(0x7)
+github.com/gotracer/tracer.callString({0x1})
+
+goroutine 9 [chan receive]:
+main.idle()
+`
+	sum, ex := summarizeDump(dump)
+	require.Contains(t, sum, "1 in (*recorder).waitForChunk in a String")
+	require.True(t, strings.HasSuffix(sum, ", 1 in (*recorder).waitForChunk"), sum)
+	require.Contains(t, ex, "goroutine 7", "the example is the one in user code the tracer runs")
+}
+
+func TestPerfettoDepthLimitIsNoFailureForDeepRecursion(t *testing.T) {
+	rep := map[string]any{"ok": true, "importErrors": []any{
+		map[string]any{"name": "slice_max_depth_exceeded", "severity": "error"},
+		map[string]any{"name": "misplaced_end_event", "severity": "data_loss"},
+	}}
+	require.True(t, dropImportError(rep, "slice_max_depth_exceeded"))
+	require.False(t, dropImportError(rep, "slice_max_depth_exceeded"))
+	p := importProblems(rep)
+	require.Len(t, p, 1)
+	require.Contains(t, p[0], "misplaced_end_event", "other import errors still fail the run")
+	c := &Config{Tracers: []TracerConfig{{Shapes: []Shape{{Kind: shapeRecursion, Depth: 3000}}}}}
+	require.GreaterOrEqual(t, deepest(c), perfettoMaxDepth)
+}
+
+func TestReportsRoundTrip(t *testing.T) {
+	var buf bytes.Buffer
+	rep := &reporter{w: &buf}
+	l := newLedger(2, 4, false)
+	w := l.newWorker("w", nil)
+	w.id(clSpan)
+	w.id(clSpan)
+	w.id(clInstant)
+	rep.event("ready")
+	rep.line('H', "%d %d %s", 5, int64(time.Second), "t0 pool0 worker 3")
+	rep.line('M', "%d run %d %d", 6, 1<<20, 1000)
+	rep.mark(w)
+	rep.mark(w) // nothing new: no line
+	rep.fail("a\nb")
+	rep.line('R', "%s", `{"Pid":7}`)
+
+	var rs reports
+	rs.read(&buf, io.Discard)
+	require.NotZero(t, rs.event("ready"))
+	require.Equal(t, time.Second, rs.stall)
+	require.Equal(t, "t0 pool0 worker 3", rs.stallName)
+	require.Equal(t, []sample{{at: 6, phase: "run", live: 1 << 20, started: 1000}}, rs.samples)
+	require.Len(t, rs.marks, 1)
+	require.Equal(t, 2, rs.marks[0].tracer)
+	require.Equal(t, uint64(2), rs.marks[0].counts[clSpan])
+	require.Equal(t, uint64(1), rs.marks[0].counts[clInstant])
+	require.Equal(t, []string{"a b"}, rs.fails)
+	require.JSONEq(t, `{"Pid":7}`, string(rs.result))
 }

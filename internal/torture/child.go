@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 import (
@@ -68,7 +70,6 @@ type tenv struct {
 	mu           sync.Mutex
 	calls        map[string]int
 	herrs        map[string]bool
-	final        string
 	dumpOverLive string
 	closeErr     error
 	closeTook    time.Duration
@@ -568,7 +569,17 @@ func (c *childEnv) idleCheck(envs []*tenv, main *progress, res *childResult) {
 	main.idle()
 	time.Sleep(idleWait)
 	main.tick()
+	// A loaded machine may run the flusher's passes late, and free the
+	// buffers late: above the bound, look again for a while, and keep
+	// the lowest. What a leak holds stays.
+	bound, _ := memoryBound(c.cfg, c.dur, true)
 	res.IdleHeap = liveHeap()
+	for deadline := time.Now().Add(3 * time.Second); int64(res.IdleHeap)-int64(res.BaseHeap) > bound && time.Now().Before(deadline); {
+		main.idle()
+		time.Sleep(500 * time.Millisecond)
+		main.tick()
+		res.IdleHeap = min(res.IdleHeap, liveHeap())
+	}
 }
 
 // idleWait is how long the idle check waits: the buffers a burst left are
@@ -583,9 +594,8 @@ func (c *childEnv) finalDumps(envs []*tenv, main *progress) {
 			continue
 		}
 		main.tick()
-		e.final = filepath.Join(e.dir, "final.json")
 		start := time.Now()
-		e.call("WriteFile (final)", e.fr.WriteFile(e.final), time.Since(start))
+		e.call("WriteFile (final)", e.fr.WriteFile(filepath.Join(e.dir, "final.json")), time.Since(start))
 	}
 }
 
@@ -640,7 +650,6 @@ func (e *tenv) result() tracerResult {
 		HandleEnds2:  e.l.handleEnds2.Load(),
 		CloseTook:    e.closeTook.Seconds(),
 		Calls:        e.calls,
-		Final:        e.final,
 		DumpOverLive: e.dumpOverLive,
 		Cycles:       e.cycles,
 		Stats:        addStats(nil, e.stopped),

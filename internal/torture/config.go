@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 import (
@@ -522,11 +524,16 @@ func (t TracerConfig) String() string {
 	case t.Sink.rotates():
 		fmt.Fprintf(&b, "(max %d KiB, %d files)", t.MaxFileSize>>10, t.MaxFiles)
 	case t.Sink == sinkWriter:
-		fmt.Fprintf(&b, "(%s at %v for %v", t.Fault, t.FaultAt.Round(time.Millisecond), t.FaultFor.Round(time.Millisecond))
-		if t.WriterRecords {
-			b.WriteString(", records")
+		var what []string
+		if t.Fault != faultNone {
+			what = append(what, fmt.Sprintf("%s at %v for %v", t.Fault, t.FaultAt.Round(time.Millisecond), t.FaultFor.Round(time.Millisecond)))
 		}
-		b.WriteString(")")
+		if t.WriterRecords {
+			what = append(what, "records")
+		}
+		if len(what) > 0 {
+			fmt.Fprintf(&b, "(%s)", strings.Join(what, ", "))
+		}
 	case t.Sink == sinkFifo && t.FifoDiesAt > 0:
 		fmt.Fprintf(&b, "(reader dies at %v)", t.FifoDiesAt.Round(time.Millisecond))
 	case t.Sink == sinkFlight:

@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 import (
@@ -33,6 +35,7 @@ type fileRules struct {
 // A fileReport is what checking a file found.
 type fileReport struct {
 	problems []string
+	parsed   bool // it is JSON (once terminated, if it may be cut)
 	events   int
 	pids     map[int]int // events with an id, per pid
 	members  int         // gzip members with data
@@ -78,6 +81,7 @@ func checkFile(path string, rules fileRules, ids onID) *fileReport {
 		fr.problem("%d gzip members in a closed file: chrome://tracing reads only the first", src.Members)
 	}
 	if data = checkJSON(data, rules, fr); data != nil {
+		fr.parsed = true
 		walkEvents(data, rules, fr, ids)
 	}
 	return fr

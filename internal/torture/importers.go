@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 import (
@@ -132,11 +134,47 @@ func (r *run) loadIn(tool string, paths []string) {
 	}
 	for i, rep := range reps {
 		rel, _ := filepath.Rel(r.dir, paths[i])
+		if deepest(r.cfg) >= perfettoMaxDepth {
+			// Perfetto draws at most 512 levels of nesting and says so:
+			// the file holds what the program did.
+			if dropped := dropImportError(rep, "slice_max_depth_exceeded"); dropped {
+				r.note("importers: %s %s: spans nested deeper than Perfetto's %d levels", name, rel, perfettoMaxDepth)
+			}
+		}
 		for _, p := range importProblems(rep) {
 			r.fail("importers", "%s %s: %s", name, rel, p)
 		}
 	}
 	r.note("importers: %s loaded %d files", name, len(paths))
+}
+
+// perfettoMaxDepth is the deepest nesting Perfetto draws on a track.
+const perfettoMaxDepth = 512
+
+// deepest returns how deep the workload of c nests spans on one track, at
+// most.
+func deepest(c *Config) int {
+	d := 0
+	for _, t := range c.Tracers {
+		for _, s := range t.Shapes {
+			d = max(d, s.Depth+2) // and a worker's span, and its job's
+		}
+	}
+	return d
+}
+
+// dropImportError removes the import error named name from rep, and
+// reports whether it was there.
+func dropImportError(rep map[string]any, name string) bool {
+	errs, _ := rep["importErrors"].([]any)
+	kept := errs[:0]
+	for _, e := range errs {
+		if m, _ := e.(map[string]any); m["name"] != name {
+			kept = append(kept, e)
+		}
+	}
+	rep["importErrors"] = kept
+	return len(kept) < len(errs)
 }
 
 // importProblems returns what is wrong in one importer's report of a file.

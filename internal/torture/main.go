@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command torture is the tracer's torture test: from a seed it draws a
 // configuration (sinks, options, faults) and a workload shaped like users'
 // programs, runs the workload in a child process, and checks every
@@ -53,7 +55,7 @@ func main() {
 	)
 	flag.DurationVar(&o.duration, "duration", 5*time.Second, "how long each run's workload records")
 	flag.IntVar(&o.runs, "runs", 1, "runs of each seed (a seed fixes the workload, not the scheduling)")
-	flag.DurationVar(&o.budget, "budget", 0, "after the listed seeds, run fresh seeds until this much time has passed")
+	flag.DurationVar(&o.budget, "budget", 0, "after the listed seeds, run fresh seeds (one at least) until this much time has passed in all")
 	flag.BoolVar(&o.keep, "keep", false, "keep the files of a failed run (printed), rather than removing them")
 	flag.BoolVar(&o.verbose, "v", false, "print each run's configuration and checks")
 	flag.StringVar(&o.importers, "importers", "sample", "load files in the real importers: sample (about one seed in five, drawn from the seed), all, or none")
@@ -116,7 +118,8 @@ func main() {
 	for _, s := range seeds {
 		runSeed(s)
 	}
-	for o.budget > 0 && time.Since(start) < o.budget {
+	// A budget runs one fresh seed at least, after the listed ones.
+	for first := true; o.budget > 0 && (first || time.Since(start) < o.budget); first = false {
 		runSeed(fresh())
 	}
 	fmt.Printf("torture: %d runs, %d failed, %v\n", total, failed, time.Since(start).Round(time.Second))

@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 import (
@@ -7,6 +9,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -36,6 +40,9 @@ type run struct {
 	fsize    bool // the tmpfs was refused: RLIMIT_FSIZE instead
 
 	rival *rivalRun
+
+	filesChecked, eventsChecked int
+	unparsed                    map[int]bool // tracers with a file that is not JSON
 }
 
 // A failure is one invariant that did not hold.
@@ -111,7 +118,8 @@ func (r *run) mountTmpfs() (unmount func()) {
 	opts := "size=" + strconv.FormatInt(r.cfg.TmpfsSize, 10)
 	if err := syscall.Mount("tmpfs", fs, "tmpfs", 0, opts); err != nil {
 		r.fsize = true
-		r.note("tmpfs refused (%v): the disk fills by RLIMIT_FSIZE instead, which limits each file, not the disk", err)
+		fmt.Printf("warning: seed %d: mounting a tmpfs was refused (%v): the disk fills by RLIMIT_FSIZE instead, which limits each file, not the disk\n", r.seed, err)
+		r.note("tmpfs refused (%v): the disk fills by RLIMIT_FSIZE instead", err)
 		return nil
 	}
 	return func() { syscall.Unmount(fs, syscall.MNT_DETACH) }
@@ -284,23 +292,66 @@ func (r *run) freeze(cmd *exec.Cmd, exited chan struct{}, format string, args ..
 	r.fail("freeze", "%s; its goroutines: %s", fmt.Sprintf(format, args...), r.dumpExcerpt())
 }
 
-// dumpExcerpt returns where the child's goroutine dump is, and the stacks
-// that show the tracer's code.
+// dumpExcerpt returns where the child's goroutine dump is, what its
+// goroutines in the tracer's code wait in, and the stack of one of them,
+// one that runs user code the tracer called (a String, the error handler,
+// a writer) if any does.
 func (r *run) dumpExcerpt() string {
 	path := filepath.Join(r.dir, "child.stderr")
 	data, _ := os.ReadFile(path)
-	var keep []string
-	for _, g := range strings.Split(string(data), "\n\n") {
-		if strings.Contains(g, "gotracer/tracer.") && len(keep) < 6 {
-			keep = append(keep, indent(g, "      "))
-		}
-	}
 	where := path
 	if !r.o.keep {
 		where = "(-keep keeps it)"
 	}
-	return fmt.Sprintf("%s; %d of its goroutines in the tracer's code, the first %d:\n%s", where,
-		strings.Count(string(data), "gotracer/tracer."), len(keep), strings.Join(keep, "\n"))
+	sigs, example := summarizeDump(string(data))
+	return fmt.Sprintf("%s; %s; for example:\n%s", where, sigs, indent(example, "      "))
+}
+
+// hookFrames name the user code the tracer runs, as it shows in a stack.
+var hookFrames = []struct{ frame, what string }{
+	{"(*hookStringer).String", "in a String"},
+	{").handler.func", "in the error handler"},
+	{"(*faultWriter).Write", "in the writer"},
+}
+
+// tracerFrame matches a frame of the tracer's own code.
+var tracerFrame = regexp.MustCompile(`(?m)^github\.com/gotracer/tracer\.(\(\*?[A-Za-z]+\)\.)?([A-Za-z]+)`)
+
+// summarizeDump sums up a Go goroutine dump: how many goroutines wait in
+// which of the tracer's functions (the innermost), and one stack.
+func summarizeDump(dump string) (summary, example string) {
+	count := map[string]int{}
+	for _, g := range strings.Split(dump, "\n\n") {
+		m := tracerFrame.FindStringSubmatch(g)
+		if m == nil {
+			continue
+		}
+		sig := m[1] + m[2]
+		for _, h := range hookFrames {
+			if strings.Contains(g, h.frame) {
+				sig += " " + h.what
+				if example == "" || !strings.Contains(example, h.frame) {
+					example = g
+				}
+			}
+		}
+		if example == "" {
+			example = g
+		}
+		count[sig]++
+	}
+	if len(count) == 0 {
+		return "no goroutine in the tracer's code", strings.TrimSpace(dump[:min(len(dump), 1500)])
+	}
+	var sigs []string
+	for s, n := range count {
+		sigs = append(sigs, fmt.Sprintf("%d in %s", n, s))
+	}
+	sort.Slice(sigs, func(i, j int) bool { return sigs[i] > sigs[j] })
+	if len(example) > 4000 {
+		example = example[:4000] + "\n..."
+	}
+	return "goroutines in the tracer's code: " + strings.Join(sigs, ", "), strings.TrimSpace(example)
 }
 
 func indent(s, in string) string {

@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 import (
@@ -165,7 +167,6 @@ type reports struct {
 	marks     []mark
 	fails     []string
 	result    json.RawMessage
-	lines     int
 }
 
 // read reads a child's reports until r ends, copying them to raw.
@@ -180,7 +181,6 @@ func (rs *reports) read(r io.Reader, raw io.Writer) {
 func (rs *reports) parse(line string) {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
-	rs.lines++
 	if len(line) < 2 {
 		return
 	}

@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 import (
@@ -49,10 +51,6 @@ type tracerResult struct {
 	Calls map[string]int
 	// Errors the handler got, distinct, at most a few dozen.
 	HandlerErrors []string
-	// Files the child wrote for this tracer beyond the tracer's own: a
-	// writer's or a pipe reader's copy, flight recordings. Final names
-	// the flight recording taken after the workload stopped.
-	Final string
 	// DumpOverLive is what WriteFile onto tracer 0's live path returned
 	// ("" if not tried).
 	DumpOverLive string
