@@ -389,3 +389,51 @@ func TestReportsRoundTrip(t *testing.T) {
 	require.Equal(t, []string{"a b"}, rs.fails)
 	require.JSONEq(t, `{"Pid":7}`, string(rs.result))
 }
+
+func TestPruneMarksKeepsWhatDurabilityNeeds(t *testing.T) {
+	now := int64(time.Hour)
+	var rs reports
+	for i := range 100 { // one mark a second for 100s, two workers
+		at := now - int64(100-i)*int64(time.Second)
+		rs.marks = append(rs.marks, mark{at: at, worker: i % 2, counts: [numClasses]uint64{clSpan: uint64(i)}})
+	}
+	rs.pruneMarks(now)
+	require.Len(t, rs.marks, 2+30, "each worker's newest old mark, and the last 30s whole")
+	newest := map[int]uint64{}
+	for _, m := range rs.marks {
+		if m.at < now-int64(markWindow) {
+			newest[m.worker] = max(newest[m.worker], m.counts[clSpan])
+		}
+	}
+	require.Equal(t, map[int]uint64{0: 68, 1: 69}, newest)
+}
+
+func TestASoakWritesABoundedAmount(t *testing.T) {
+	for seed := uint64(1); seed <= 200; seed++ {
+		short, long := drawConfig(seed, 5*time.Second), drawConfig(seed, 30*time.Minute)
+		require.Len(t, long.Tracers, len(short.Tracers), "a soak draws the same tracers")
+		for _, tc := range long.Tracers {
+			require.Contains(t, []sinkKind{sinkRotate, sinkRotateGzip, sinkFlight}, tc.Sink)
+			if tc.Sink != sinkFlight {
+				require.Positive(t, tc.MaxFiles, "seed %d", seed)
+			}
+		}
+	}
+}
+
+func TestMemoryGrowthOfSpansNeverEndedIsNoLeak(t *testing.T) {
+	r := testRun(&childResult{BaseHeap: 4 << 20})
+	r.cfg.Tracers[0].Shapes = append(r.cfg.Tracers[0].Shapes, Shape{Kind: shapeLeaker, N: 1, Depth: 2, Rate: 20000})
+	r.readyAt = int64(time.Hour)
+	start, _ := memoryBound(r.cfg, 0, false)
+	for i := range 50 {
+		at := time.Duration(i) * 100 * time.Millisecond
+		b, _ := memoryBound(r.cfg, at, false)
+		// The heap grows as the bound says spans never ended make it grow.
+		r.rep.samples = append(r.rep.samples, sample{at: r.readyAt + int64(at), phase: "run", live: 8<<20 + uint64(b-start), started: uint64(i) * 60000})
+	}
+	r.checkMemory()
+	require.Empty(t, r.fails)
+	g, _, _ := fitGrowth(r.rep.samples)
+	require.Greater(t, g, int64(32<<20), "the heap did grow: the check must have taken the spans held off")
+}

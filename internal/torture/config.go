@@ -327,7 +327,39 @@ func drawConfig(seed uint64, run time.Duration) *Config {
 	}
 	c.CloseWhileRunning = d.chance(0.3)
 	c.Importers = drawImporters(seed)
+	if run > soakAfter {
+		boundOutput(c)
+	}
 	return c
+}
+
+// soakAfter is the run time past which a run is a soak: it runs long
+// enough that files written without bound would fill the disk and take
+// longer to check than to write.
+const soakAfter = 2 * time.Minute
+
+// boundOutput makes a soak's tracers write a bounded amount: a file, a
+// writer's stream or a pipe becomes a rotated file that keeps at most a
+// few files (gzip stays gzip), so that what is on disk, and what the
+// checks read, stays the same size however long the run. Flight
+// recordings are bounded already.
+func boundOutput(c *Config) {
+	for i := range c.Tracers {
+		t := &c.Tracers[i]
+		switch t.Sink {
+		case sinkFile, sinkWriter, sinkFifo:
+			t.Sink = sinkRotate
+		case sinkGzip:
+			t.Sink = sinkRotateGzip
+		}
+		t.Fault, t.WriterRecords, t.FifoDiesAt = faultNone, false, 0
+		if t.Sink.rotates() {
+			t.MaxFileSize = max(t.MaxFileSize, 1<<20)
+			if t.MaxFiles == 0 {
+				t.MaxFiles = 4
+			}
+		}
+	}
 }
 
 // keepShapes leaves in c only the shapes named in only (comma-separated),

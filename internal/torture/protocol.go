@@ -167,6 +167,37 @@ type reports struct {
 	marks     []mark
 	fails     []string
 	result    json.RawMessage
+	pruned    int // marks left after the last pruning
+}
+
+// markWindow is how far back marks are kept whole: the durability check
+// needs, per worker, the newest mark before a deadline a few seconds
+// before a kill, so of older marks each worker's newest is enough. It
+// keeps a long run's marks in bounded memory.
+const markWindow = 30 * time.Second
+
+// pruneMarks drops the marks older than markWindow before now, but each
+// worker's newest of them.
+func (rs *reports) pruneMarks(now int64) {
+	cut := now - int64(markWindow)
+	type key struct{ tracer, worker int }
+	newest := map[key]mark{}
+	var recent []mark
+	for _, m := range rs.marks {
+		if m.at >= cut {
+			recent = append(recent, m)
+			continue
+		}
+		if n, ok := newest[key{m.tracer, m.worker}]; !ok || m.at >= n.at {
+			newest[key{m.tracer, m.worker}] = m
+		}
+	}
+	out := make([]mark, 0, len(newest)+len(recent))
+	for _, m := range newest {
+		out = append(out, m)
+	}
+	rs.marks = append(out, recent...)
+	rs.pruned = len(rs.marks)
 }
 
 // read reads a child's reports until r ends, copying them to raw.
@@ -216,6 +247,9 @@ func (rs *reports) parse(line string) {
 				m.counts[c] = uint64(num(3 + c))
 			}
 			rs.marks = append(rs.marks, m)
+			if len(rs.marks) >= 2*rs.pruned+1<<16 {
+				rs.pruneMarks(m.at)
+			}
 		}
 	case 'F':
 		rs.fails = append(rs.fails, rest)
