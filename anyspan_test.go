@@ -611,3 +611,57 @@ func closeAndRead(t *testing.T, tr *Tracer, path string) ([]tracecheck.Event, ma
 	evs := tracecheck.Read(t, path)
 	return evs, tracecheck.Tracks(t, evs), tracecheck.Async(t, evs)
 }
+
+// TestSpanHandleEndLeavesOtherStacksAlone: a SpanHandle ended on its own
+// goroutine gave its goroutine's stack back for reuse while the goroutine
+// still had it (the stack was released under goroutine 0, the id of a
+// handle already given back), so the next goroutine to open a span shared
+// it: the torture test saw one span's B repeated in every rotated file,
+// and spans of two goroutines overlap on one lane.
+func TestSpanHandleEndLeavesOtherStacksAlone(t *testing.T) {
+	dir := t.TempDir()
+	tr, err := New(filepath.Join(dir, "trace.json"), WithMaxFileSize(minFileSize), withClock(newTestClock()))
+	require.NoError(t, err)
+	release := make(chan struct{})
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(2)
+		go func() { // a handle begun and ended on one goroutine, which then holds a span
+			defer wg.Done()
+			h := tr.StartSpan("handle")
+			h.End()
+			require.NoError(t, tr.Flush())
+			defer tr.LongSpan("held", Int("g", g))()
+			<-release
+		}()
+		go func() { // another goroutine that holds a span
+			defer wg.Done()
+			require.NoError(t, tr.Flush())
+			defer tr.LongSpan("other", Int("g", g))()
+			<-release
+		}()
+	}
+	for i := range 3000 { // rotates many times, each new file repeating the open spans' B events
+		tr.Span("fill", Int("i", i))()
+		if i%100 == 0 {
+			require.NoError(t, tr.Flush())
+		}
+	}
+	close(release)
+	wg.Wait()
+	require.NoError(t, tr.Close())
+	files, err := filepath.Glob(filepath.Join(dir, "trace*.json"))
+	require.NoError(t, err)
+	require.Greater(t, len(files), 5, "rotated")
+	for _, f := range files {
+		evs := tracecheck.Read(t, f)
+		tracecheck.Tracks(t, evs)
+		seen := map[string]int{}
+		for _, e := range tracecheck.Phase(evs, "B") {
+			seen[fmt.Sprint(e.Name, e.Args["g"])]++
+		}
+		for span, n := range seen {
+			assert.Equal(t, 1, n, "%s: the B of %s written %d times", filepath.Base(f), span, n)
+		}
+	}
+}

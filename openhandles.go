@@ -127,11 +127,12 @@ func (f *flusher) popAny(end *slot, rest []slot) {
 			f.enc.complete(&o.start, o.rest(), endArgs, at-o.start.at())
 		}
 		f.flowFromParent(st, &o.start, o.rest())
+		gid := st.gid // done gives st back for reuse
 		a.done(id, st)
 		ss[i] = openSpan{}
 		*s = ss[:i]
 		f.open.count -= len(ss) - i
-		f.endWaiting(st.gid, s, at)
+		f.endWaiting(gid, s, at)
 	case o.written:
 		st.ended = true
 		if len(endArgs) > 0 {
