@@ -39,6 +39,7 @@ type flusher struct {
 
 	batchLimit int           // bytes to encode before queueing: batchBytes, or less near a rotation
 	fileRaw    int64         // bytes encoded for the current file, when rotating
+	headRaw    int64         // of them, the file's head and the tracks' names: see maybeRotate
 	traits     sinkTraits    // what the sink says of itself
 	names      *trackNames   // goroutine names to write again, for files or a window
 	shared     *sharedTracks // goroutines drawn on lanes (WithLanes), if not nil
@@ -541,7 +542,9 @@ func (f *flusher) send() {
 	if f.enc.empty() {
 		return
 	}
+	before := f.enc.size()
 	f.appendNames()
+	f.headRaw += int64(f.enc.size() - before) // see maybeRotate
 	if f.names != nil {
 		f.names.nextBatch()
 	}
@@ -680,10 +683,16 @@ func (f *flusher) stats() Stats {
 // than the writer, because the head holds what only the encoder knows:
 // the goroutine names and the spans still open. Close never rotates, so
 // its last events never go to a new file of their own.
+//
+// A file is full once the events after its head fill it: the head
+// repeats the B events of the spans open across its start, and the file
+// names the goroutines of those spans, which may be more than the limit
+// (a program that never ends its spans); counting them would start a new
+// file at every batch, each repeating them all.
 func (f *flusher) maybeRotate() {
 	limit := float64(f.opts.sink.maxSize)
 	ratio := math.Float64frombits(f.out.ratio.Load())
-	size := float64(f.fileRaw) * ratio
+	size := float64(f.fileRaw-f.headRaw) * ratio
 	if !f.closing && size >= limit {
 		f.enc.endFile()
 		f.appendEnd()
@@ -696,7 +705,7 @@ func (f *flusher) maybeRotate() {
 		}
 		f.reopenSpans()
 		f.enc.headDone()
-		f.fileRaw, size = 0, 0
+		f.fileRaw, f.headRaw, size = 0, int64(f.enc.size()), 0
 	}
 	f.batchLimit = int(min(max((limit-size)/ratio, 16<<10), batchBytes))
 }

@@ -57,7 +57,7 @@ type rotator struct {
 	lastRatio float64 // see ratio
 
 	retired     sync.WaitGroup
-	lastRetired chan struct{} // closed when the latest retirement is done
+	lastRetired chan struct{} // closed when the latest retirement is done: see retire
 
 	removed atomic.Uint64 // events in the files retire removed: see deleted
 
@@ -289,22 +289,24 @@ func (r *rotator) swap() (sink, int, error) {
 
 // retire closes the sink of a rotated file, which joins its gzip members,
 // and removes the oldest files beyond maxFiles, in the background: joining
-// reads the whole file, and the flusher must not wait for it. Each
-// retirement waits for the one before and removes no file newer than its
-// own, so that no file is removed before it is finished.
+// reads the whole file, and the writer must not wait for it. One file is
+// retired at a time: a retirement waits for the one before, so that no
+// file is removed before it is finished, and a writer that rotates faster
+// than files are joined waits here, as it waits for a slow disk, rather
+// than leave a goroutine and an open file behind for every rotation.
 func (r *rotator) retire(old sink, file rotatedFile) {
 	r.mu.Lock()
 	r.rotated = append(r.rotated, file)
 	r.mu.Unlock()
-	r.retired.Add(1)
-	prev, done := r.lastRetired, make(chan struct{})
+	if r.lastRetired != nil {
+		<-r.lastRetired
+	}
+	done := make(chan struct{})
 	r.lastRetired = done
+	r.retired.Add(1)
 	go func() {
 		defer r.retired.Done()
 		defer close(done)
-		if prev != nil {
-			<-prev
-		}
 		err := old.Close()
 		r.mu.Lock()
 		defer r.mu.Unlock()

@@ -497,3 +497,38 @@ func TestRotationThroughSymlink(t *testing.T) {
 	assert.Contains(t, names, "run.json")
 	assert.NotEmpty(t, byName(readClosed(t, link), "last"), "the link points to the newest file")
 }
+
+// TestRotationWithManySpansOpen: the B events a new file repeats for the
+// spans open across its start, and the names of their goroutines, do not
+// count toward its size. With more of them than a file holds (goroutines
+// that exited inside spans they never ended), every batch started a new
+// file, each repeating them all: the torture test's seed 37 wrote 31,443
+// files in five seconds, and Close timed out.
+func TestRotationWithManySpansOpen(t *testing.T) {
+	dir := t.TempDir()
+	const maxSize = 16 << 10
+	tr, err := New(filepath.Join(dir, "trace.json"), WithMaxFileSize(maxSize), withClock(newTestClock()))
+	require.NoError(t, err)
+	for i := range 1000 { // about 80 KiB of B events and as much of names
+		onGoroutine(func() { _ = tr.Span("leaked", Int("i", i)) })
+	}
+	ageAll(tr)
+	require.NoError(t, tr.Flush())
+	const jobs = 5000 // about 400 KiB of events
+	for i := range jobs {
+		tr.Span("job", Int("i", i))()
+		if i%100 == 0 {
+			require.NoError(t, tr.Flush())
+		}
+	}
+	require.NoError(t, tr.Close())
+	files := traceFiles(t, dir)
+	assert.Less(t, len(files), 2*jobs*80/maxSize, "files of at least half the size limit of events each")
+	seen := 0
+	for _, f := range files {
+		evs := readClosed(t, f)
+		checkTracks(t, evs)
+		seen += len(byName(evs, "job"))
+	}
+	assert.Equal(t, jobs, seen)
+}

@@ -365,7 +365,11 @@ func (w *writer) rotate(b *batch) {
 			// The carried E events end spans of the file being ended.
 			end, carried = append(c, b.end...), eventsIn(c)
 		}
+		// A cut waits for the file before it to be retired (see
+		// rotator.retire): as long as a write, for the stall's clock.
+		w.busySince.Store(nanotime())
 		endErr, errs, err := w.files.cut(end, w.fileEvents, carried)
+		w.busySince.Store(0)
 		for _, err := range errs {
 			w.fail(err)
 		}
