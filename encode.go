@@ -309,6 +309,11 @@ func (e *encoder) event(h *slot, rest []slot) {
 		x := &rest[0]
 		b = e.appendHead(b, h, rest, flowPhase[h.kind()-kindFlowBegin], h.at())
 		b = e.appendIDs(b, h.gid())
+		if h.kind() != kindFlowBegin {
+			// The goroutine is the start's, as for an async operation:
+			// catapult warns of an arg a flow's phases differ on.
+			e.gidArg = 0
+		}
 		b = append(b, `,"id":`...)
 		b = strconv.AppendUint(b, x.num, 10)
 		if h.kind() == kindFlowEnd {

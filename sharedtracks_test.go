@@ -238,3 +238,33 @@ func TestLanesInEveryFile(t *testing.T) {
 		}
 	}
 }
+
+// TestLanesFlowAcrossGoroutines: on lanes, a flow's start carries the
+// goroutine that began it, and its steps and end do not: chrome://tracing
+// merges a flow's args across its phases and warned of the two goroutines
+// (arg_merge_error, found by the torture test's seed 2).
+func TestLanesFlowAcrossGoroutines(t *testing.T) {
+	tr, path := newTestTracer(t, WithLanes())
+	f := func() Flow {
+		defer tr.Span("producer")()
+		return tr.FlowBegin("job")
+	}()
+	onGoroutine(func() {
+		defer tr.Span("consumer")()
+		f.Step()
+		f.End()
+	})
+	require.NoError(t, tr.Close())
+	evs := tracecheck.Read(t, path)
+	var phases []string
+	for _, e := range tracecheck.Named(evs, "job") {
+		phases = append(phases, e.Ph)
+		if e.Ph == "s" {
+			assert.Contains(t, e.Args, "goroutine", "the start says which goroutine began the flow")
+		} else {
+			assert.NotContains(t, e.Args, "goroutine", "%s: only the start says which goroutine", e.Ph)
+		}
+	}
+	assert.Equal(t, []string{"s", "t", "f"}, phases)
+	importInHeavyRun(t, path)
+}
