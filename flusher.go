@@ -32,6 +32,7 @@ type flusher struct {
 	out     writer
 
 	open          openSpans
+	asyncs        openAsyncs // with rotation: see openasyncs.go
 	reportedDrops uint64
 	dropsShown    bool // the drop counter is in the trace: see appendDropCounter
 	closing       bool // Close's last pass: no rotation
@@ -368,6 +369,9 @@ func (f *flusher) take(c *cursor, h *slot, cut, limit int64) uint64 {
 		if f.shared != nil && h.kind() != kindCounter {
 			lane = f.momentaryLane(h)
 		}
+		if f.traits.files != nil {
+			f.asyncs.note(h, rest)
+		}
 		f.enc.event(h, rest)
 		if lane != nil {
 			f.shared.give(lane, h.at())
@@ -695,6 +699,9 @@ func (f *flusher) maybeRotate() {
 	size := float64(f.fileRaw-f.headRaw) * ratio
 	if !f.closing && size >= limit {
 		f.enc.endFile()
+		at := nanotime()
+		f.asyncs.cut(&f.enc, at)
+		f.open.anys.cutAsyncs(&f.enc, at)
 		f.appendEnd()
 		f.enc.newFile()
 		f.names.newFile()
@@ -711,8 +718,12 @@ func (f *flusher) maybeRotate() {
 }
 
 // reopenSpans writes again the B events of the spans whose B event is in
-// an earlier file and whose E event is yet to come, outermost first.
-func (f *flusher) reopenSpans() { f.open.reopen(&f.enc) }
+// an earlier file and whose E event is yet to come, outermost first, and
+// the "b" events of the async operations open.
+func (f *flusher) reopenSpans() {
+	f.open.reopen(&f.enc)
+	f.asyncs.reopen(&f.enc)
+}
 
 // drainImported appends what the source holds to the batches of this
 // pass, starting new batches as they fill. With block false (a recording

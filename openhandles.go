@@ -1,7 +1,5 @@
 package tracer
 
-import ()
-
 // The flusher's side of SpanHandles (anyspan.go).
 //
 // A SpanHandle's start goes on its goroutine's stack of open spans like a
@@ -262,6 +260,17 @@ func (a *anySpans) reopenAsyncs(enc *encoder) {
 		if st.written {
 			st.batch, st.off = enc.pos()
 			enc.anyAsync(&st.start, st.rest, nil, 'b', st.start.at())
+		}
+	}
+}
+
+// cutAsyncs appends, at the end of a file that rotation ends, an "e" at
+// nanotime at for each SpanHandle off its stack whose "b" is written and
+// whose end has not come: see openAsyncs.cut.
+func (a *anySpans) cutAsyncs(enc *encoder, at int64) {
+	for _, st := range a.asyncs {
+		if st.written {
+			enc.anyAsync(&st.start, st.rest, nil, 'e', at)
 		}
 	}
 }

@@ -83,6 +83,15 @@ func (s *slot) at() int64 {
 }
 func (s *slot) str() string { return unsafe.String(s.p, int(uint32(s.n))) }
 
+// asyncEndAt returns the head of an "e" at nanotime at, without args, for
+// the async operation whose "b" has head s: see openAsyncs.cut.
+func (s *slot) asyncEndAt(at int64) slot {
+	e := *s
+	e.meta = headMeta(kindAsyncEnd, s.flags(), 2, true, s.gid())
+	e.setNanotime(at)
+	return e
+}
+
 // setNanotime replaces the head's clock reading with the nanotime ns it
 // stands for: see timebase.fix.
 func (s *slot) setNanotime(ns int64) { s.num = uint64(ns) | rawDone }

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/gotracer/tracer/internal/tracecheck"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -531,4 +532,52 @@ func TestRotationWithManySpansOpen(t *testing.T) {
 		seen += len(byName(evs, "job"))
 	}
 	assert.Equal(t, jobs, seen)
+}
+
+// TestRotationAsyncsInEveryFile: an async operation open across a
+// rotation has its "b" again at the top of the new file, so that its "e"
+// there is matched (chrome://tracing warned of every "e" whose "b" was in
+// an earlier file: the torture test's seed 92), nested operations on one
+// id included.
+func TestRotationAsyncsInEveryFile(t *testing.T) {
+	dir := t.TempDir()
+	tr, err := New(filepath.Join(dir, "trace.json"), WithMaxFileSize(minFileSize), withClock(newTestClock()))
+	require.NoError(t, err)
+	ops, parts := make([]Async, 20), make([]Async, 20)
+	for i := range ops {
+		ops[i] = tr.AsyncBegin("request", Category("http"), Int("i", i))
+		parts[i] = ops[i].Begin("part") // on the same id: nested
+	}
+	for i := range 2000 {
+		tr.Span("fill", Int("i", i))()
+		if i%100 == 0 {
+			require.NoError(t, tr.Flush())
+		}
+		if i%100 == 25 {
+			parts[i/100].End()
+		}
+		if i%100 == 50 {
+			ops[i/100].Instant("progress")
+			ops[i/100].End(Int("status", i/100))
+		}
+	}
+	require.NoError(t, tr.Close())
+	files := traceFiles(t, dir)
+	require.Greater(t, len(files), 10, "rotated")
+	ended := map[float64]int{}
+	for _, f := range files {
+		evs := readClosed(t, f)
+		// Every b with its e, every n within: an operation open when a
+		// file ends ends there, and begins again in the next.
+		for _, op := range tracecheck.Async(t, evs) {
+			if s, ok := op.End.Args["status"].(float64); ok {
+				ended[s]++
+			}
+		}
+	}
+	assert.Len(t, ended, 20, "every operation's own end, with its args")
+	for s, n := range ended {
+		assert.Equal(t, 1, n, "operation %v ended once", s)
+	}
+	importInHeavyRun(t, files...)
 }

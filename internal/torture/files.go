@@ -186,7 +186,7 @@ func walkEvents(data []byte, rules fileRules, fr *fileReport, ids onID) {
 		ph := ev.Phase()
 		if a := ev.Arg("id"); a != nil && a.IsNum {
 			if id, err := strconv.ParseInt(string(a.Value), 10, 64); err == nil && isIDPhase(ph) {
-				ids(int(ev.Pid.Int), id, ph == 'B')
+				ids(int(ev.Pid.Int), id, ph == 'B' || ph == 'b') // a new file begins again the spans and async operations open across it
 				fr.pids[int(ev.Pid.Int)]++
 			}
 		}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -141,6 +142,16 @@ func (r *run) loadIn(tool string, paths []string) {
 				r.note("importers: %s %s: spans nested deeper than Perfetto's %d levels", name, rel, perfettoMaxDepth)
 			}
 		}
+		if rotatedSet(paths[i]) {
+			// A file of a rotated set holds part of the timeline: a flow
+			// whose start and end are in two files is an arrow neither
+			// viewer can draw, and both say so (docs/internals.md,
+			// Rotation; TestFilesLoadInBothViewers allows the same).
+			for _, w := range cutFlowWarnings {
+				dropImportError(rep, w)
+				dropWarning(rep, w)
+			}
+		}
 		for _, p := range importProblems(rep) {
 			r.fail("importers", "%s %s: %s", name, rel, p)
 		}
@@ -161,6 +172,38 @@ func deepest(c *Config) int {
 		}
 	}
 	return d
+}
+
+// cutFlowWarnings are what the importers say of a flow cut by a file's
+// edge.
+var cutFlowWarnings = []string{"flow_slice_start_error", "flow_slice_ordering_error", "flow_slice_end_error",
+	"flow_no_enclosing_slice", "flow_end_without_start", "flow_step_without_start"}
+
+// rotatedSet reports whether path is a file of a rotated set: a rotated
+// file (name.NNNNNN.json), or the current file beside some.
+func rotatedSet(path string) bool {
+	name := filepath.Base(path)
+	if rotatedName.MatchString(name) {
+		return true
+	}
+	base, _, _ := strings.Cut(name, ".")
+	others, _ := filepath.Glob(filepath.Join(filepath.Dir(path), base+".[0-9][0-9][0-9][0-9][0-9][0-9].*"))
+	return len(others) > 0
+}
+
+// rotatedName matches the name of a rotated file.
+var rotatedName = regexp.MustCompile(`\.\d{6}\.json(\.gz)?$`)
+
+// dropWarning removes catapult's warnings of type typ from rep.
+func dropWarning(rep map[string]any, typ string) {
+	ws, _ := rep["warnings"].([]any)
+	kept := ws[:0]
+	for _, w := range ws {
+		if m, _ := w.(map[string]any); m["type"] != typ {
+			kept = append(kept, w)
+		}
+	}
+	rep["warnings"] = kept
 }
 
 // dropImportError removes the import error named name from rep, and
