@@ -66,14 +66,15 @@ type fileCutter interface {
 	ratio() float64
 
 	// cut ends the current file with end, writes nothing more to it, and
-	// starts a new one, which the next Write goes to. If it fails (err),
+	// starts a new one, which the next Write goes to, with opening
+	// written in it before it is put in place. If it fails (err),
 	// the current file goes on. endErr is the failed write of end: the
 	// new file is started all the same, and the old one stays
 	// unterminated, as a kill leaves it. errs are errors of earlier cuts
 	// that finished in the background, to report whatever happens to this
 	// one. events is how many events the writer delivered to the current
 	// file, and endEvents how many end holds, for deleted.
-	cut(end []byte, events, endEvents int) (endErr error, errs []error, err error)
+	cut(end, opening []byte, events, endEvents int) (endErr error, errs []error, err error)
 
 	// deleted returns how many of the events written are in files
 	// WithMaxFiles removed since (Stats.Deleted).

@@ -207,9 +207,9 @@ func (r *rotator) ratio() float64 {
 
 // cut renames the current file, ends it with end, opens a new one at path
 // and retires the old one: see swap and retire.
-func (r *rotator) cut(end []byte, events, endEvents int) (endErr error, errs []error, err error) {
+func (r *rotator) cut(end, opening []byte, events, endEvents int) (endErr error, errs []error, err error) {
 	errs = r.takeErrors()
-	old, seq, err := r.swap()
+	old, seq, err := r.swap(opening)
 	if err != nil {
 		return nil, errs, err
 	}
@@ -234,7 +234,12 @@ func (r *rotator) deleted() uint64 { return r.removed.Load() }
 // path's name atomically. Where the file system has no hard links, the
 // current file is renamed instead: between the two renames, path is
 // free for a moment.
-func (r *rotator) swap() (sink, int, error) {
+//
+// The new file gets its opening ("[" and the process metadata) before it
+// is put in place, so that path never names a file a viewer cannot open,
+// even empty for a moment: a kill right after the rename leaves a trace
+// of no events. A full disk that refuses the opening fails the swap.
+func (r *rotator) swap(opening []byte) (sink, int, error) {
 	seq := r.next
 	rotated := r.name(seq)
 	oldFile, old, oldGz := r.file, r.out, r.gz
@@ -250,6 +255,12 @@ func (r *rotator) swap() (sink, int, error) {
 	if ws != nil {
 		ws.Close()
 		return fail(fmt.Errorf("%s is not a regular file", next))
+	}
+	out, gz := r.opts.onFile(fs)
+	if _, err := out.Write(opening); err != nil {
+		fs.Close()
+		os.Remove(next)
+		return fail(err)
 	}
 	if err := os.Link(r.path, rotated); err != nil {
 		if errors.Is(err, os.ErrExist) {
@@ -275,7 +286,10 @@ func (r *rotator) swap() (sink, int, error) {
 		return fail(err)
 	}
 	fs.path = r.path
-	r.use(fs)
+	if gz != nil {
+		gz.path = r.path // Close joins its members
+	}
+	r.file, r.out, r.gz = fs, out, gz
 	r.next++
 	r.limit = r.opts.maxSize
 	if oldGz != nil {

@@ -86,9 +86,8 @@ type writer struct {
 	free   chan *batch
 	exited chan struct{}
 
-	fails   failures // the failed-write protocol's state: see failedwrites.go
-	opening []byte   // the current file's opening, not written yet: see rotate
-	joined  []byte   // opening, carried ends and the next batch, for one write
+	fails  failures // the failed-write protocol's state: see failedwrites.go
+	joined []byte   // carried ends and the next batch, for one write
 
 	fileEvents int // events written to the current file: see rotate
 
@@ -203,18 +202,17 @@ func (w *writer) finish() error {
 	return errors.Join(err, w.sink.Close())
 }
 
-// write writes p, the events of b, to the sink, after the opening of a
-// new file whose first write failed (see rotate) and the E events a
+// write writes p, the events of b, to the sink, after the E events a
 // failed write carried over (see failures).
 func (w *writer) write(b *batch, p []byte) {
 	carry := w.fails.carry
-	no, nc := len(w.opening), len(carry)
-	if len(p) == 0 && no == 0 {
+	nc := len(carry)
+	if len(p) == 0 {
 		return
 	}
 	q := p
-	if no+nc > 0 {
-		w.joined = append(append(append(w.joined[:0], w.opening...), carry...), p...)
+	if nc > 0 {
+		w.joined = append(append(w.joined[:0], carry...), p...)
 		q = w.joined
 	}
 	w.busySince.Store(nanotime())
@@ -222,17 +220,6 @@ func (w *writer) write(b *batch, p []byte) {
 	w.busySince.Store(0)
 	w.bytes.Add(uint64(n))
 	w.flushes.Inc()
-	if no > 0 {
-		// A sink takes whole events or nothing of a failed write, so the
-		// opening is written whole, before anything else, or not at all.
-		if n < no {
-			w.opening = w.opening[:copy(w.opening, w.opening[n:])]
-			n = 0
-		} else {
-			w.opening = w.opening[:0]
-			n -= no
-		}
-	}
 	if nc > 0 {
 		sent := min(n, nc)
 		w.delivered(w.fails.carried(sent))
@@ -346,52 +333,39 @@ func (r *repeatedError) Error() string {
 func (r *repeatedError) Unwrap() error { return r.err }
 
 // rotate carries out an opRotate batch on the writer goroutine: ends the
-// current file and writes the batch to the new one. If no new file could
-// be started, the current file goes on, and the batch's events are
-// written to it without the new file's head.
-//
-// A new file must start with its opening ("[" and the process metadata)
-// whatever becomes of the batch's write: on a full disk it fails like any
-// other. So the opening is kept until a write delivers it, and goes
-// before anything else the file gets; while it waits, the file is empty,
-// and the next rotation writes to it rather than ending an empty file.
-// The rest of a lost head the encoder writes again, as it does for any
-// failed write: the drop counter, the goroutines' names, the B events of
-// the spans still open (see openSpans.reopen).
+// current file and writes the batch to the new one, whose opening ("["
+// and the process metadata) the rotator wrote before it put the file in
+// place (see rotator.swap). If no new file could be started, the current
+// file goes on, and the batch's events are written to it without the new
+// file's head.
 func (w *writer) rotate(b *batch) {
-	if len(w.opening) == 0 {
-		end, carried := b.end, 0
-		if c := w.fails.carry; len(c) > 0 {
-			// The carried E events end spans of the file being ended.
-			end, carried = append(c, b.end...), eventsIn(c)
-		}
-		// A cut waits for the file before it to be retired (see
-		// rotator.retire): as long as a write, for the stall's clock.
-		w.busySince.Store(nanotime())
-		endErr, errs, err := w.files.cut(end, w.fileEvents, carried)
-		w.busySince.Store(0)
-		for _, err := range errs {
-			w.fail(err)
-		}
-		if err != nil {
-			w.fail(err)
-			w.write(b, b.buf[b.headLen:]) // the carry too: the file goes on
-			return
-		}
-		w.fails.drop()
-		if endErr != nil {
-			w.lost.Add(uint64(carried))
-			w.fail(endErr)
-		} else {
-			w.events.Add(uint64(carried))
-		}
-	} else {
-		// The current file is empty: it starts with this head instead.
-		// Its carry, if any, ends spans whose B events are in no file.
-		w.lost.Add(uint64(w.fails.drop()))
+	end, carried := b.end, 0
+	if c := w.fails.carry; len(c) > 0 {
+		// The carried E events end spans of the file being ended.
+		end, carried = append(c, b.end...), eventsIn(c)
 	}
+	// A cut waits for the file before it to be retired (see
+	// rotator.retire): as long as a write, for the stall's clock.
+	w.busySince.Store(nanotime())
+	endErr, errs, err := w.files.cut(end, b.buf[:b.openLen], w.fileEvents, carried)
+	w.busySince.Store(0)
+	for _, err := range errs {
+		w.fail(err)
+	}
+	if err != nil {
+		w.fail(err)
+		w.write(b, b.buf[b.headLen:]) // the carry too: the file goes on
+		return
+	}
+	w.fails.drop()
+	if endErr != nil {
+		w.lost.Add(uint64(carried))
+		w.fail(endErr)
+	} else {
+		w.events.Add(uint64(carried))
+	}
+	w.bytes.Add(uint64(b.openLen))
 	w.fileEvents = 0
-	w.opening = append(w.opening[:0], b.buf[:b.openLen]...)
 	w.write(b, b.buf[b.openLen:])
 }
 
