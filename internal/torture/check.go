@@ -119,8 +119,9 @@ func (r *run) collect() []traceFile {
 						f.kind, f.account = "final", true
 					}
 					files = append(files, f)
-				case strings.HasSuffix(name, ".join") && r.killed():
-					// A kill during a gzip join leaves it (guarantees.md).
+				case (strings.HasSuffix(name, ".join") || strings.HasSuffix(name, ".next")) && r.killed():
+					// A kill during a gzip join or a rotation leaves it
+					// (guarantees.md); the next tracer on the path removes it.
 				default:
 					r.fail("files", "t%d: %s beside the trace, which no tracer should leave (%s)", i, name, describe(p))
 				}
