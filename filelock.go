@@ -48,12 +48,17 @@ func joinPath(path string) string {
 	return path + joinSuffix
 }
 
-// removeStaleJoin removes what a process killed while it closed a gzip
-// trace at path left: the joined copy it was writing, never renamed over
-// path, which still holds the whole trace. The caller holds path's lock,
-// so no live tracer is writing it.
-func removeStaleJoin(path string) {
+// removeStale removes what a process killed while it wrote the trace at
+// path left beside it: the joined copy of a gzip trace it was writing
+// (never renamed over path, which still holds the whole trace), and the
+// new file of a rotation (never put in place, see rotator.swap). The
+// caller holds path's lock, so no live tracer is writing them.
+func removeStale(path string) {
 	os.Remove(joinPath(path))
+	if target, err := filepath.EvalSymlinks(path); err == nil {
+		path = target
+	}
+	os.Remove(nextPath(path))
 }
 
 // replaceFile writes data to the file at path, as os.WriteFile does, but

@@ -129,7 +129,7 @@ func openFile(path string, fifoWait time.Duration) (*fileSink, *writerSink, erro
 			f.Close()
 			return nil, nil, fmt.Errorf("tracer: %w", err)
 		}
-		removeStaleJoin(path)
+		removeStale(path)
 		return &fileSink{f: f, path: path}, nil, nil
 	}
 }

@@ -24,7 +24,7 @@ import (
 // anything goes wrong, the file is left as it was. The new file has the
 // old one's permissions, and a symlink at path stays one: the file it
 // points to is replaced. A kill before the rename leaves the temporary
-// file, which the next tracer on path removes (see removeStaleJoin).
+// file, which the next tracer on path removes (see removeStale).
 func joinGzipMembers(path string) (err error) {
 	in, err := os.Open(path)
 	if err != nil {

@@ -97,7 +97,6 @@ func newRotator(path string, o *sinkOptions) (*rotator, error) {
 			r.gz.path = real
 		}
 	}
-	os.Remove(nextPath(r.path)) // left by a kill in the middle of a rotation
 	if err := r.findRotated(); err != nil {
 		r.file.Close()
 		return nil, fmt.Errorf("tracer: %w", err)
@@ -138,7 +137,7 @@ func (r *rotator) findRotated() error {
 			continue // another file: never to be renumbered or removed
 		}
 		if _, ok := strings.CutSuffix(mid, r.ext+joinSuffix); ok {
-			// A rotated file's join, left by a kill: see removeStaleJoin.
+			// A rotated file's join, left by a kill: see removeStale.
 			os.Remove(filepath.Join(dir, e.Name()))
 			continue
 		}
