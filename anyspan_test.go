@@ -666,3 +666,50 @@ func TestSpanHandleEndLeavesOtherStacksAlone(t *testing.T) {
 		}
 	}
 }
+
+// TestSpanHandleChildFlowFromATrackOnly: the flow from a SpanHandle to a
+// child on another goroutine starts in the parent's slice on its track,
+// so it is drawn only for a parent drawn there, never for one drawn as an
+// async slice (Perfetto reported flow_no_enclosing_slice: the torture
+// test's seed 54), whichever of the two ends first.
+func TestSpanHandleChildFlowFromATrackOnly(t *testing.T) {
+	tr, path := newTestTracer(t)
+	end := tr.Span("below")
+	p1 := tr.StartSpan("async parent")
+	onGoroutine(func() { p1.StartChild("child of async").End() })
+	end() // a span below it ends first: p1 goes off its stack
+	p1.End()
+	p2 := tr.StartSpan("track parent")
+	onGoroutine(func() { p2.StartChild("child of track").End() })
+	p2.End()
+	p3 := tr.StartSpan("track parent, ended first")
+	c3 := make(chan SpanHandle)
+	done := make(chan struct{})
+	go func() {
+		c := p3.StartChild("child of track, ended last")
+		c3 <- c
+		<-done
+		c.End()
+		close(c3)
+	}()
+	<-c3
+	p3.End()
+	close(done)
+	<-c3
+	require.NoError(t, tr.Close())
+	evs := tracecheck.Read(t, path)
+	flows := map[string]int{}
+	for _, e := range evs {
+		if e.Ph == "s" || e.Ph == "f" {
+			flows[e.Name+" "+e.Ph]++
+		}
+	}
+	assert.Equal(t, map[string]int{
+		"child of track s": 1, "child of track f": 1,
+		"child of track, ended last s": 1, "child of track, ended last f": 1,
+	}, flows)
+	perfetto, _ := importInHeavyRun(t, path)
+	if perfetto != nil {
+		assert.Len(t, perfetto[0]["flows"], 2, "both flows drawn")
+	}
+}

@@ -26,6 +26,34 @@ type anyState struct {
 	rest      []slot
 	batch     uint64 // async: the write that held its b
 	off       int    // where in that write
+
+	// The flow from a parent on another goroutine starts in the parent's
+	// slice on its track: it can be drawn only if the parent is drawn
+	// there, which is known once its B is written, it ends on its stack
+	// (drawnOnTrack), or it goes off its stack (drawnAsync).
+	parentID uint64        // the parent, if it has one on another goroutine
+	drawing  drawing       // how it is drawn, once that is known
+	children int           // children on other goroutines not ended yet
+	flows    []pendingFlow // the flows of ended children, until drawing is known
+}
+
+// A drawing says how a SpanHandle is drawn, once it is known.
+type drawing uint8
+
+const (
+	drawingUnknown drawing = iota
+	drawnOnTrack           // a slice on its goroutine's track: a flow may start in it
+	drawnAsync             // an async slice: no flow can start in it
+)
+
+// A pendingFlow is the flow from a SpanHandle to a child that ended before
+// the SpanHandle's drawing was known.
+type pendingFlow struct {
+	start     slot
+	rest      []slot
+	gid       uint64
+	parentGid uint64
+	parentAt  int64
 }
 
 // anySpans holds the open SpanHandles, by id.
@@ -33,10 +61,25 @@ type anySpans struct {
 	open   map[uint64]*anyState
 	asyncs map[uint64]*anyState // those off their stack whose end has not come
 	free   []*anyState          // for reuse: a busy program starts one a request
+	gone   map[uint64]*goneParent
 }
 
-// done forgets the SpanHandle id, whose end came.
+// A goneParent is a SpanHandle that ended with children on other
+// goroutines still open: how it was drawn, until they end.
+type goneParent struct {
+	drawing  drawing
+	children int
+}
+
+// done forgets the SpanHandle id, whose end came, but for how it was
+// drawn while children on other goroutines are open.
 func (a *anySpans) done(id uint64, st *anyState) {
+	if st.children > 0 {
+		if a.gone == nil {
+			a.gone = map[uint64]*goneParent{}
+		}
+		a.gone[id] = &goneParent{drawing: st.drawing, children: st.children}
+	}
 	delete(a.open, id)
 	if st.async {
 		delete(a.asyncs, id)
@@ -66,6 +109,10 @@ func (f *flusher) pushAny(h *slot, rest []slot) {
 		rest = rest[:len(rest)-1]
 		if ps := a.open[parent]; ps != nil && !ps.async && !ps.drawn && !ps.ended {
 			st.parentGid, st.parentAt = ps.gid, ps.startAt
+			if ps.gid != st.gid {
+				st.parentID = parent
+				ps.children++
+			}
 		}
 	}
 	a.open[id] = st
@@ -124,6 +171,7 @@ func (f *flusher) popAny(end *slot, rest []slot) {
 		} else {
 			f.enc.complete(&o.start, o.rest(), endArgs, at-o.start.at())
 		}
+		f.drawnAs(st, drawnOnTrack)
 		f.flowFromParent(st, &o.start, o.rest())
 		gid := st.gid // done gives st back for reuse
 		a.done(id, st)
@@ -132,6 +180,7 @@ func (f *flusher) popAny(end *slot, rest []slot) {
 		f.open.count -= len(ss) - i
 		f.endWaiting(gid, s, at)
 	case o.written:
+		f.drawnAs(st, drawnOnTrack)
 		st.ended = true
 		if len(endArgs) > 0 {
 			st.endArgs = append([]slot(nil), endArgs...) // the chain reuses its chunk
@@ -190,6 +239,7 @@ func (f *flusher) endAbove(o *openSpan, at int64) {
 	}
 	if o.written {
 		f.writeEnd(&o.start, o.rest(), st.endArgs, at, o.batch, int(o.off), 0)
+		f.drawnAs(st, drawnOnTrack)
 		if st.ended {
 			f.open.anys.done(id, st)
 		} else {
@@ -198,12 +248,14 @@ func (f *flusher) endAbove(o *openSpan, at int64) {
 		return
 	}
 	st.async, st.start, st.rest = true, o.start, o.rest()
+	f.drawnAs(st, drawnAsync)
 	f.open.anys.asyncs[id] = st
 }
 
 // writeAsync writes a SpanHandle that started with start as an async
 // slice ending at at, and the flow from its parent.
 func (f *flusher) writeAsync(st *anyState, start *slot, rest, endArgs []slot, at int64) {
+	f.drawnAs(st, drawnAsync)
 	if !st.written {
 		f.enc.anyAsync(start, rest, nil, 'b', start.at())
 	}
@@ -276,11 +328,67 @@ func (a *anySpans) cutAsyncs(enc *encoder, at int64) {
 }
 
 // flowFromParent writes the flow arrow from a SpanHandle's parent, if it
-// has one on another goroutine's track: see SpanHandle.
+// has one on another goroutine's track: see SpanHandle. The arrow starts
+// in the parent's slice on its track, so it is written once the parent is
+// known to be drawn there, and left out if the parent is drawn as an
+// async slice (Perfetto reports a flow start in no slice).
 func (f *flusher) flowFromParent(st *anyState, start *slot, rest []slot) {
 	if st.parentGid == 0 || st.parentGid == st.gid {
 		return
 	}
-	f.enc.anyFlow(start, rest, 's', st.parentGid, st.parentAt)
-	f.enc.anyFlow(start, rest, 'f', st.gid, start.at())
+	a := &f.open.anys
+	d := drawnOnTrack // a parent forgotten meanwhile: as before
+	if ps := a.open[st.parentID]; ps != nil {
+		ps.children--
+		d = ps.drawing
+		if d == drawingUnknown && f.written(ps, st.parentID) {
+			d = drawnOnTrack // its B is in the file: it stays on its track
+		}
+		if d == drawingUnknown {
+			ps.flows = append(ps.flows, pendingFlow{start: *start, rest: append([]slot(nil), rest...),
+				gid: st.gid, parentGid: st.parentGid, parentAt: st.parentAt})
+			return
+		}
+	} else if g := a.gone[st.parentID]; g != nil {
+		d = g.drawing
+		if g.children--; g.children == 0 {
+			delete(a.gone, st.parentID)
+		}
+	}
+	if d == drawnOnTrack {
+		f.enc.anyFlow(start, rest, 's', st.parentGid, st.parentAt)
+		f.enc.anyFlow(start, rest, 'f', st.gid, start.at())
+	}
+}
+
+// drawnAs notes how the SpanHandle st is drawn, and writes the flows to
+// its children that waited for it, or drops them.
+func (f *flusher) drawnAs(st *anyState, d drawing) {
+	if st.drawing != drawingUnknown {
+		return
+	}
+	st.drawing = d
+	if d == drawnOnTrack {
+		for i := range st.flows {
+			p := &st.flows[i]
+			f.enc.anyFlow(&p.start, p.rest, 's', p.parentGid, p.parentAt)
+			f.enc.anyFlow(&p.start, p.rest, 'f', p.gid, p.start.at())
+		}
+	}
+	st.flows = nil
+}
+
+// written reports whether the B of the SpanHandle id, open with state st,
+// is in the file.
+func (f *flusher) written(st *anyState, id uint64) bool {
+	s := f.open.stack(st.gid, false)
+	if s == nil {
+		return false
+	}
+	for i := range *s {
+		if o := &(*s)[i]; o.token == anyMark|id {
+			return o.written
+		}
+	}
+	return false
 }
