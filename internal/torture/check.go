@@ -178,7 +178,10 @@ func (r *run) rules(f traceFile) fileRules {
 	case "stream":
 		rules.mustClose = closedOK
 		rules.asyncPair = true
-		rules.tornOK = t.Sink == sinkWriter && !r.clean()
+		// A stream whose writer failed part-way before the process died,
+		// or a pipe whose reader died: its last read may end inside an
+		// event, wherever the tracer's writes ended.
+		rules.tornOK = t.Sink == sinkWriter && !r.clean() || t.Sink == sinkFifo && t.FifoDiesAt > 0
 	case "dump", "final":
 		rules.mustClose = !r.killed() && !r.froze
 		rules.asyncPair = true

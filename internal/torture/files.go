@@ -28,7 +28,8 @@ type fileRules struct {
 	asyncPair bool // a whole trace (not one of several rotated files): every e has its b
 	// tornOK: the file may end inside an event: a stream the tracer could
 	// not cut back, whose writer failed part-way before the process died
-	// (the rest of the event was to come with the next write).
+	// (the rest of the event was to come with the next write), or what the
+	// reader of a pipe read before it died.
 	tornOK bool
 }
 
