@@ -580,6 +580,13 @@ func (c *childEnv) idleCheck(envs []*tenv, main *progress, res *childResult) {
 		main.tick()
 		res.IdleHeap = min(res.IdleHeap, liveHeap())
 	}
+	if int64(res.IdleHeap)-int64(res.BaseHeap) > bound {
+		// What holds it, for -keep: go tool pprof -sample_index=inuse_space.
+		if f, err := os.Create(filepath.Join(c.dir, "idle-heap.pprof")); err == nil {
+			pprof.Lookup("heap").WriteTo(f, 0)
+			f.Close()
+		}
+	}
 }
 
 // idleWait is how long the idle check waits: the buffers a burst left are
