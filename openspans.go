@@ -62,7 +62,8 @@ func (o *openSpan) rest() []slot {
 type openSpans struct {
 	stacks map[uint64]*[]openSpan
 	count  int           // open spans in all stacks
-	free   []*[]openSpan // empty stacks kept for reuse
+	free   []*[]openSpan // empty stacks kept for any goroutine: see release
+	deep   [4]deepStack  // empty deep stacks kept for their own goroutine
 	// The last goroutine looked up: its events tend to come in runs.
 	lastGid   uint64
 	lastStack *[]openSpan
@@ -81,11 +82,7 @@ func (o *openSpans) stack(gid uint64, create bool) *[]openSpan {
 		if !create {
 			return nil
 		}
-		if n := len(o.free); n > 0 {
-			s, o.free = o.free[n-1], o.free[:n-1]
-		} else {
-			s = new([]openSpan)
-		}
+		s = o.reuse(gid)
 		if o.stacks == nil {
 			o.stacks = map[uint64]*[]openSpan{}
 		}
@@ -95,18 +92,66 @@ func (o *openSpans) stack(gid uint64, create bool) *[]openSpan {
 	return s
 }
 
+// A stack keeps the room it grew to, and a goroutine may hold the stack
+// it is given for good: one that exits inside spans it never ends. So an
+// empty stack that grew deep (a recursion with a span a level) is kept
+// for its own goroutine only, which may well recurse again, never handed
+// to another: a goroutine leaking three spans must not keep the room of a
+// recursion thousands deep, 64 bytes a level, for good.
+const (
+	// shallowStack is the most room an empty stack may keep to be given
+	// to any goroutine: 4 KiB.
+	shallowStack = 64
+	// deepStackKept is the most room a deep one may keep for its
+	// goroutine: 512 KiB, and o.deep holds four.
+	deepStackKept = 8 << 10
+)
+
+// A deepStack is an empty stack of more than shallowStack spans' room,
+// kept for the goroutine gid that emptied it.
+type deepStack struct {
+	gid uint64
+	s   *[]openSpan
+}
+
+// reuse returns an empty stack for goroutine gid: the deep one it left,
+// or a shallow one any goroutine left, or a new one.
+func (o *openSpans) reuse(gid uint64) *[]openSpan {
+	for i := range o.deep {
+		if d := &o.deep[i]; d.s != nil && d.gid == gid {
+			s := d.s
+			*d = deepStack{}
+			return s
+		}
+	}
+	if n := len(o.free); n > 0 {
+		s := o.free[n-1]
+		o.free = o.free[:n-1]
+		return s
+	}
+	return new([]openSpan)
+}
+
 // release drops gid's stack once it is empty, so a million short-lived
-// goroutines leave nothing behind.
+// goroutines leave nothing behind, and keeps it for reuse (see
+// shallowStack).
 func (o *openSpans) release(gid uint64, s *[]openSpan) {
 	if len(*s) > 0 {
 		return
 	}
 	delete(o.stacks, gid)
-	if len(o.free) < 64 {
-		o.free = append(o.free, s)
-	}
 	if o.lastStack == s {
 		o.lastStack = nil
+	}
+	switch c := cap(*s); {
+	case c <= shallowStack:
+		if len(o.free) < 64 {
+			o.free = append(o.free, s)
+		}
+	case c <= deepStackKept:
+		// The oldest kept makes room: slots fill from the front.
+		copy(o.deep[1:], o.deep[:len(o.deep)-1])
+		o.deep[0] = deepStack{gid: gid, s: s}
 	}
 }
 

@@ -245,3 +245,51 @@ func openSpanMemory(t testing.TB, n int, old bool) openSpanCost {
 	require.NoError(t, tr.Close())
 	return c
 }
+
+// TestLeakedSpansKeepNoDeepStack: the room of a stack a deep recursion
+// emptied is not given to another goroutine, which may hold it for good
+// by exiting inside its spans (torture seed 6094175212215769511: a
+// recursion 3000 deep beside goroutines leaking three spans each, 40
+// bytes more heap a span started).
+func TestLeakedSpansKeepNoDeepStack(t *testing.T) {
+	tr, _ := newTestTracer(t)
+	var recurse func(depth int)
+	recurse = func(depth int) {
+		defer tr.Span("level")()
+		if depth > 1 {
+			recurse(depth - 1)
+		}
+	}
+	done := make(chan struct{})
+	go func() {
+		recurse(3000)
+		close(done)
+	}()
+	<-done
+	require.NoError(t, tr.Flush()) // the stack grows to 3000 and empties
+
+	const leakers = 100
+	var wg sync.WaitGroup
+	for range leakers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			tr.Span("leaked")()
+			tr.Span("leaked")
+			tr.Span("leaked")
+			tr.Span("leaked") // never ended: the goroutine exits inside them
+		}()
+	}
+	wg.Wait()
+	require.NoError(t, tr.Flush())
+
+	st := tr.flusher.open
+	require.Equal(t, 3*leakers, st.count)
+	room := 0
+	for gid, s := range st.stacks {
+		assert.LessOrEqual(t, cap(*s), shallowStack, "goroutine %d holds 3 spans", gid)
+		room += cap(*s)
+	}
+	assert.LessOrEqual(t, room, leakers*shallowStack)
+	require.NoError(t, tr.Close())
+}
