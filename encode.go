@@ -157,9 +157,12 @@ func (e *encoder) openArray() { e.buf = append(e.buf[:0], "[\n"...) }
 func (e *encoder) endsWithEvent() bool { return bytes.HasSuffix(e.buf, []byte("},\n")) }
 
 // closeArray ends the array after the last event, which loses its comma.
-func (e *encoder) closeArray() {
-	b := e.buf
-	e.buf = append(b[:len(b)-2], "\n]\n"...) // replace the last ",\n"
+func (e *encoder) closeArray() { e.buf = closeArray(e.buf) }
+
+// closeArray ends the array of events b, which ends with an event and its
+// ",\n": the comma goes.
+func closeArray(b []byte) []byte {
+	return append(b[:len(b)-2], "\n]\n"...)
 }
 
 // apart makes the encoder write into a new buffer of size bytes, for a
@@ -175,10 +178,6 @@ func (e *encoder) apart(size int) (done func() []byte) {
 		return b
 	}
 }
-
-// appendFrom appends what add appends: events the encoder did not
-// encode (a flight recorder's window), which it does not count.
-func (e *encoder) appendFrom(add func([]byte) []byte) { e.buf = add(e.buf) }
 
 // drain appends what the source holds, up to limit bytes in all.
 func (e *encoder) drain(src imported.Source, limit int) (more bool) {

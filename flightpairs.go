@@ -35,31 +35,40 @@ type pairFilter struct {
 	order []asyncPairKey            // keys in the order first begun, for a stable output
 }
 
-// keepPairs appends the events of src (whole lines) to dst, less the
-// async and flow events whose other half is not in src, and then an end
-// at time at (microseconds text) for every operation still open. It
-// returns dst and how many events it left out.
-func keepPairs(dst, src, at []byte) ([]byte, int) {
+// keepPairs reads src, the window's batches in order, each of whole
+// lines, and returns the runs of its lines to keep, less the async and
+// flow events whose other half is not in src, and the end events at time
+// at (microseconds text) of every operation still open, and how many
+// events it left out. The runs are slices of src: the caller copies them
+// once, into the trace (see flusher.snapshot).
+func keepPairs(src [][]byte, at []byte) (kept [][]byte, ends []byte, left int) {
 	p := pairFilter{open: map[asyncPairKey][][]byte{}, flows: map[flowPairKey]bool{}}
-	left := 0
-	for len(src) > 0 {
-		line := src
-		if i := bytes.IndexByte(src, '\n'); i >= 0 {
-			line = src[:i+1]
+	for _, b := range src {
+		run := 0 // where the run of kept lines began
+		for i := 0; i < len(b); {
+			j := len(b)
+			if k := bytes.IndexByte(b[i:], '\n'); k >= 0 {
+				j = i + k + 1
+			}
+			if !p.keep(b[i:j]) {
+				if run < i {
+					kept = append(kept, b[run:i])
+				}
+				run = j
+				left++
+			}
+			i = j
 		}
-		src = src[len(line):]
-		if p.keep(line) {
-			dst = append(dst, line...)
-		} else {
-			left++
+		if run < len(b) {
+			kept = append(kept, b[run:])
 		}
 	}
 	for _, k := range p.order {
 		for st := p.open[k]; len(st) > 0; st = st[:len(st)-1] {
-			dst = appendAsyncEnd(dst, st[len(st)-1], at)
+			ends = appendAsyncEnd(ends, st[len(st)-1], at)
 		}
 	}
-	return dst, left
+	return kept, ends, left
 }
 
 // keep reports whether line is kept, and notes what it begins or ends.

@@ -1,6 +1,7 @@
 package tracer
 
 import (
+	"bytes"
 	"strings"
 	"testing"
 
@@ -24,8 +25,13 @@ func TestKeepPairs(t *testing.T) {
 		`{"name":"h \"ph\":\"f\"","ph":"f","ts":3.400,"pid":1,"tid":3,"id":9,"bp":"e"},`, // a name that looks like a field
 		`{"name":"x","ph":"X","ts":4.000,"dur":1.000,"pid":1,"tid":1},`,
 	}
-	src := strings.Join(lines, "\n") + "\n"
-	out, left := keepPairs(nil, []byte(src), []byte("9.000"))
+	// The window's batches: a pair may straddle two.
+	var src [][]byte
+	for _, part := range [][]string{lines[:3], lines[3:7], lines[7:]} {
+		src = append(src, []byte(strings.Join(part, "\n")+"\n"))
+	}
+	kept, ends, left := keepPairs(src, []byte("9.000"))
+	out := append(bytes.Join(kept, nil), ends...)
 	assert.Equal(t, 5, left)
 	want := strings.Join([]string{
 		lines[2], lines[3], lines[4], lines[5], lines[8], lines[9], lines[10], lines[12],

@@ -27,6 +27,9 @@ type FlightRecorderConfig struct {
 	MaxAge time.Duration
 	// MaxBytes bounds the memory the window's events take, encoded, which is
 	// about 100 bytes an event. Zero means DefaultFlightRecorderBytes.
+	// While WriteTo or WriteFile takes a trace, the trace is built in
+	// memory first, about as much again (and its compressed copy for
+	// gzip), so that no writer runs under the recorder's lock.
 	MaxBytes int
 }
 
@@ -153,11 +156,13 @@ func (r *FlightRecorder) snapshot() ([]byte, error) {
 	win := r.win
 	win.evict(win.now())
 
-	events := make([]byte, 0, win.bytes)
-	for _, c := range win.chunks {
-		events = append(events, c.buf[c.off:]...)
+	// The window's batches stay as they are while the trace is built: the
+	// flusher, held here, is the only one that writes to the window.
+	window := make([][]byte, len(win.chunks))
+	for i, c := range win.chunks {
+		window[i] = c.buf[c.off:]
 	}
-	return f.snapshot(events, win.bytes+64<<10), nil
+	return f.snapshot(window), nil
 }
 
 // A windowSink is a flight recorder's sink: the most recent batches the

@@ -647,15 +647,22 @@ func (f *flusher) unread() uint64 {
 // the last event of the batch, or, if it has none, the process metadata
 // again.
 func (f *flusher) appendEnd() {
-	f.appendNames() // Close's B events may be the first of their goroutines in this file
-	if drops := f.dropsSoFar(); drops > 0 || f.dropsShown {
-		f.reportedDrops = drops
-		f.appendDropCounter(nanotime())
-	} else if !f.enc.endsWithEvent() {
+	f.appendLast()
+	if !f.enc.endsWithEvent() {
 		// No event of this batch to end the array with.
 		f.appendProcessName()
 	}
 	f.enc.closeArray()
+}
+
+// appendLast appends the events that go last in a trace: names still to
+// write, and the drop counter once something was dropped.
+func (f *flusher) appendLast() {
+	f.appendNames() // Close's B events may be the first of their goroutines in this file
+	if drops := f.dropsSoFar(); drops > 0 || f.dropsShown {
+		f.reportedDrops = drops
+		f.appendDropCounter(nanotime())
+	}
 }
 
 func (f *flusher) isClosed() bool { return f.closed.Load() }
@@ -743,24 +750,41 @@ func (f *flusher) drainImported(block bool) {
 	}
 }
 
-// snapshot returns a whole trace of events, a flight recorder's window:
+// snapshot returns a whole trace of window, a flight recorder's batches:
 // the header, the events whose pairs are whole (flightpairs.go), the
 // goroutine names, a B event for each span still open, and the end. It
 // leaves the batch being encoded as it was.
-func (f *flusher) snapshot(events []byte, size int) []byte {
-	done := f.enc.apart(size)
-	f.appendHeader()
+//
+// The trace is as large as the window, so it is made in one allocation of
+// its exact size: what the encoder writes (the header, and what follows
+// the window) is encoded first, aside, and the window's kept events
+// copied between. A buffer grown as it filled would hold the window up
+// to three times at once while a trace is taken.
+func (f *flusher) snapshot(window [][]byte) []byte {
 	// Async and flow events whose other half left the window are left
 	// out, and operations still open end now.
-	now := jsonenc.Micros(nil, nanotime()-f.base)
-	f.enc.appendFrom(func(b []byte) []byte {
-		b, _ = keepPairs(b, events, now)
-		return b
-	})
+	kept, ends, _ := keepPairs(window, jsonenc.Micros(nil, nanotime()-f.base))
+	// About 100 bytes a name and an open span's B event, more with args.
+	done := f.enc.apart(64<<10 + 128*(f.names.len()+f.open.count))
+	f.appendHeader()
+	head := f.enc.size()
 	f.names.forAll(func(gid uint64, tn *trackName) { f.enc.appendTrackName(gid, tn) })
 	f.open.appendBegins(&f.enc)
-	f.appendEnd()
-	return done()
+	f.appendLast()
+	enc := done()
+
+	size := len(enc) + len(ends) + 1 // closeArray's "]" after the last event
+	for _, k := range kept {
+		size += len(k)
+	}
+	b := make([]byte, 0, size)
+	b = append(b, enc[:head]...)
+	for _, k := range kept {
+		b = append(b, k...)
+	}
+	b = append(b, ends...)
+	b = append(b, enc[head:]...)
+	return closeArray(b) // the header's events at least end it
 }
 
 // nameGoroutines gives the goroutines of names their names and sort

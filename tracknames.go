@@ -49,6 +49,9 @@ func newTrackNames() *trackNames {
 	return &trackNames{m: map[uint64]*trackName{}}
 }
 
+// len returns how many goroutines' names it remembers.
+func (n *trackNames) len() int { return len(n.m) }
+
 // nextBatch counts a batch queued: names not seen for many are forgotten
 // first (see forget).
 func (n *trackNames) nextBatch() { n.tick++ }

@@ -29,8 +29,8 @@ import (
 //     across it, about 100 bytes each;
 //   - the flusher's table of open spans, at most 220 bytes a span open at
 //     once, plus 32 bytes for each of its arg slots;
-//   - a flight recorder's window, FlightRecorderConfig.MaxBytes
-//     (docs/internals.md).
+//   - a flight recorder's window, FlightRecorderConfig.MaxBytes, and
+//     as much again while a dump builds its trace.
 //
 // held is the most spans the workload holds open at once, by its shapes,
 // never the number it starts: memory must not grow with spans started
@@ -78,6 +78,9 @@ func memoryBound(c *Config, run time.Duration, idle bool) (int64, string) {
 				w = tracer.DefaultFlightRecorderBytes
 			}
 			sum += w
+			if !idle { // no dump is taken while idle
+				sum += w
+			}
 		}
 	}
 	slack := int64(16<<20) + sum/8
