@@ -240,6 +240,8 @@ func (c *childEnv) monitor(stop, done chan struct{}) {
 	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
 	tk := time.NewTicker(100 * time.Millisecond)
 	defer tk.Stop()
+	bound, _ := memoryBound(c.cfg, c.dur, false)
+	profiled := false
 	for {
 		select {
 		case <-stop:
@@ -254,6 +256,10 @@ func (c *childEnv) monitor(stop, done chan struct{}) {
 		v, _ := c.maxLive.LoadOrStore(p, new(atomic.Uint64))
 		if m := v.(*atomic.Uint64); live > m.Load() {
 			m.Store(live)
+		}
+		if base, _ := c.maxLive.Load("base"); p == "run" && !profiled && base != nil && int64(live)-int64(base.(*atomic.Uint64).Load()) > bound {
+			profiled = true
+			c.writeHeapProfile("peak-heap.pprof")
 		}
 		var started uint64
 		if envs := c.envs.Load(); envs != nil && p != "base" {
@@ -486,11 +492,19 @@ func (e *tenv) dumper(ctx context.Context) {
 		}
 		t0 := time.Now()
 		e.call("WriteFile", e.fr.WriteFile(filepath.Join(e.dir, name)), time.Since(t0))
-		var buf bytes.Buffer
-		t0 = time.Now()
-		_, err := e.fr.WriteTo(&buf)
-		e.call("WriteTo", err, time.Since(t0))
-		os.WriteFile(filepath.Join(e.dir, fmt.Sprintf("dumpw-%d.json", k)), buf.Bytes(), 0o644)
+		// WriteTo onto a file, as a program serving a dump would: a
+		// buffer here would hold a copy of the trace beside the
+		// recorder's, and count against its memory.
+		path := filepath.Join(e.dir, fmt.Sprintf("dumpw-%d.json", k))
+		if f, err := os.Create(path); err == nil {
+			t0 = time.Now()
+			_, err := e.fr.WriteTo(f)
+			e.call("WriteTo", err, time.Since(t0))
+			f.Close()
+			if err != nil { // no trace: ErrClosed, say, which call checks
+				os.Remove(path)
+			}
+		}
 		if e.cfg.DumpOverLive && e.dumpOverLive == "" && time.Since(start) >= overAt {
 			envs := *e.c.envs.Load()
 			err := e.fr.WriteFile(envs[0].path)
@@ -581,11 +595,16 @@ func (c *childEnv) idleCheck(envs []*tenv, main *progress, res *childResult) {
 		res.IdleHeap = min(res.IdleHeap, liveHeap())
 	}
 	if int64(res.IdleHeap)-int64(res.BaseHeap) > bound {
-		// What holds it, for -keep: go tool pprof -sample_index=inuse_space.
-		if f, err := os.Create(filepath.Join(c.dir, "idle-heap.pprof")); err == nil {
-			pprof.Lookup("heap").WriteTo(f, 0)
-			f.Close()
-		}
+		c.writeHeapProfile("idle-heap.pprof")
+	}
+}
+
+// writeHeapProfile writes what holds the heap past the bound, for -keep
+// (go tool pprof -sample_index=inuse_space).
+func (c *childEnv) writeHeapProfile(name string) {
+	if f, err := os.Create(filepath.Join(c.dir, name)); err == nil {
+		pprof.Lookup("heap").WriteTo(f, 0)
+		f.Close()
 	}
 }
 
