@@ -450,6 +450,13 @@ func (e *encoder) end(h *slot, rest, endArgs []slot, at int64, bBatch uint64, bO
 	}
 }
 
+// noteRepeat notes that the event written since start, at the head of a
+// new file, repeats the B event (or "b") at bOff of batch bBatch, should
+// the new file be refused (see failures.refused).
+func (e *encoder) noteRepeat(start int, bBatch uint64, bOff int) {
+	e.cur.noteRepeat(endRef{start: start, end: len(e.buf), bBatch: bBatch, bOff: bOff})
+}
+
 // phaseTs holds `,"ph":"P","ts":` for every phase letter P.
 var phaseTs = func() (p [128]string) {
 	for c := 'A'; c <= 'z'; c++ {

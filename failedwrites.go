@@ -38,9 +38,10 @@ type failure struct {
 	delivered int    // bytes of its buf that reached the sink: whole events
 }
 
-// An endRef is an E event in a batch, and where its B is.
+// An endRef is an E event in a batch, and where its B is; or a B event
+// that a new file's head repeats, and where its earlier copy is.
 type endRef struct {
-	start, end int    // the E's line in the batch
+	start, end int    // the event's line in the batch
 	bBatch     uint64 // the batch that holds its B
 	bOff       int    // where in it
 }
@@ -75,6 +76,19 @@ func (fs *failures) failed(b *batch, delivered int) (carried int) {
 	fs.reported = append(fs.reported, fl)
 	fs.mu.Unlock()
 	return carried
+}
+
+// refused keeps, to write with the carry, the B events that the head of
+// b, a rotation's batch whose new file was refused, repeats of spans whose
+// B a failed write lost from the file that goes on: their E events to
+// come name the repeat (see openSpans.reopen), so the file must hold it.
+// The spans whose B the file holds are not written again.
+func (fs *failures) refused(b *batch) {
+	for _, r := range b.repeats {
+		if fs.lostB(r) {
+			fs.carry = append(fs.carry, b.buf[r.start:r.end]...)
+		}
+	}
 }
 
 // carried drops the first n bytes of the carry, which a write delivered,

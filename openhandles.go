@@ -310,8 +310,10 @@ func (a *anySpans) appendAsyncs(enc *encoder) {
 func (a *anySpans) reopenAsyncs(enc *encoder) {
 	for _, st := range a.asyncs {
 		if st.written {
+			was, wasOff := st.batch, st.off
 			st.batch, st.off = enc.pos()
 			enc.anyAsync(&st.start, st.rest, nil, 'b', st.start.at())
+			enc.noteRepeat(st.off, was, wasOff)
 		}
 	}
 }

@@ -289,14 +289,18 @@ func (o *openSpans) appendBegins(enc *encoder) {
 // open span whose B event is in an earlier file, outermost first, and
 // notes where it now is, so that a failed write of the new file's head
 // unwrites it like any other (see unwrite): an E in the new file must
-// find its B there.
+// find its B there. It notes where the earlier copy is too: should the
+// new file be refused (a full disk), the file that goes on must hold one
+// copy (see failures.refused).
 func (o *openSpans) reopen(enc *encoder) {
 	for _, s := range o.stacks {
 		for i := range *s {
 			if sp := &(*s)[i]; sp.written {
 				seq, off := enc.pos()
+				was, wasOff := sp.batch, int(sp.off)
 				sp.batch, sp.off = seq, int32(off)
 				enc.begin(&sp.start, sp.rest())
+				enc.noteRepeat(off, was, wasOff)
 			}
 		}
 	}

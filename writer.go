@@ -42,13 +42,14 @@ type batch struct {
 	seq     uint64 // the encoder's number for it: names the B events it holds
 	done    chan error
 	ends    []endRef // its E events
+	repeats []endRef // opRotate: the B events its head repeats, and where the file holds them
 }
 
 // The encoder fills a batch through these, and the writer reads it.
 
 // reset readies a free batch to be filled.
 func (b *batch) reset() {
-	b.op, b.headLen, b.openLen, b.ends = opWrite, 0, 0, b.ends[:0]
+	b.op, b.headLen, b.openLen, b.ends, b.repeats = opWrite, 0, 0, b.ends[:0], b.repeats[:0]
 }
 
 // seal gives b its encoded events, buf, how many they are and its number.
@@ -71,6 +72,10 @@ func (b *batch) markHead(n int) { b.headLen = n }
 
 // noteEnd notes the E event at e, should a write fail (see failures).
 func (b *batch) noteEnd(e endRef) { b.ends = append(b.ends, e) }
+
+// noteRepeat notes the B event at r, which the head of a new file
+// repeats, should the file be refused (see failures.refused).
+func (b *batch) noteRepeat(r endRef) { b.repeats = append(b.repeats, r) }
 
 // A writer is the goroutine that hands encoded batches to the sink, and
 // what the encoder and the recording goroutines know of it. It owns the
@@ -353,8 +358,12 @@ func (w *writer) rotate(b *batch) {
 		w.fail(err)
 	}
 	if err != nil {
+		// The file goes on, without the new one's head: its events are
+		// not written, but the B events whose copy in the file was lost.
 		w.fail(err)
-		w.write(b, b.buf[b.headLen:]) // the carry too: the file goes on
+		b.events = max(0, b.events-eventsIn(b.buf[:b.headLen]))
+		w.fails.refused(b)
+		w.write(b, b.buf[b.headLen:]) // the carry too
 		return
 	}
 	w.fails.drop()

@@ -78,3 +78,71 @@ func TestReentrantCallsReturnAtOnce(t *testing.T) {
 	assert.Same(t, tr, Default(), "Stop from the handler left the default tracer alone")
 	assert.True(t, tr.Enabled(), "Close from the handler did not close it")
 }
+
+// TestRefusedRotationKeepsOneB: a rotation whose new file the disk refused
+// leaves the current file going on without the new file's head; a span
+// open across it whose B a failed write had lost from that file, before
+// the encoder knew, has its E name the B the head repeats. The file must
+// then get that B, and only that one (torture seed 3725854739053478189:
+// "E phase without a B before it" after a full tmpfs, rotation and lanes).
+func TestRefusedRotationKeepsOneB(t *testing.T) {
+	const (
+		lostB = `{"name":"lost","ph":"B","ts":1.000,"pid":1,"tid":1},` + "\n"
+		keptB = `{"name":"kept","ph":"B","ts":2.000,"pid":1,"tid":2},` + "\n"
+		ends  = `{"name":"lost","ph":"E","ts":5.000,"pid":1,"tid":1},` + "\n" +
+			`{"name":"kept","ph":"E","ts":6.000,"pid":1,"tid":2},` + "\n"
+		opening = "[\n" + `{"name":"process_name","ph":"M","pid":1,"tid":0},` + "\n"
+	)
+	s := &recordingSink{failAfter: -1}
+	w := &writer{}
+	w.prepare(s, func(error) {}, &progressSignal{}, new(atomic.Uint64))
+	w.files = refusingCutter{}
+
+	// Batch 0 holds kept's B; batch 1 holds lost's B, and its write fails
+	// before it.
+	b0 := &batch{seq: 0, buf: []byte(keptB), events: 1}
+	w.write(b0, b0.buf)
+	s.failAfter = 0
+	b1 := &batch{seq: 1, buf: []byte(lostB), events: 1}
+	w.write(b1, b1.buf)
+	s.failAfter = -1
+
+	// Batch 2 starts a new file, whose head repeats both B events; the
+	// ends that follow name the repeats. The disk refuses the new file.
+	head := opening + lostB + keptB
+	b2 := &batch{seq: 2, op: opRotate, buf: []byte(head + ends), events: 5, openLen: len(opening), headLen: len(head)}
+	b2.noteRepeat(endRef{start: len(opening), end: len(opening) + len(lostB), bBatch: 1, bOff: 0})
+	b2.noteRepeat(endRef{start: len(opening) + len(lostB), end: len(head), bBatch: 0, bOff: 0})
+	w.fails.unpair(b2)
+	w.rotate(b2)
+
+	assert.Equal(t, keptB+lostB+ends, s.got.String(), "the file: kept's B, then lost's, and both ends")
+}
+
+// recordingSink keeps what it is given; a write fails once failAfter is
+// not negative, after that many bytes.
+type recordingSink struct {
+	got       strings.Builder
+	failAfter int
+}
+
+func (s *recordingSink) Write(p []byte) (int, error) {
+	if s.failAfter >= 0 {
+		n := min(s.failAfter, len(p))
+		s.got.Write(p[:n])
+		return n, syscall.ENOSPC
+	}
+	return s.got.Write(p)
+}
+
+func (s *recordingSink) Close() error       { return nil }
+func (s *recordingSink) traits() sinkTraits { return sinkTraits{} }
+
+// refusingCutter refuses every new file, as a full disk does.
+type refusingCutter struct{}
+
+func (refusingCutter) ratio() float64 { return 1 }
+func (refusingCutter) cut(end, opening []byte, events, endEvents int) (error, []error, error) {
+	return nil, nil, syscall.ENOSPC
+}
+func (refusingCutter) deleted() uint64 { return 0 }
