@@ -314,7 +314,9 @@ func drawConfig(seed uint64, run time.Duration) *Config {
 	}
 	// A flight recorder dumping onto a live tracer's path.
 	for i := 1; i < len(c.Tracers); i++ {
-		if c.Tracers[i].Sink == sinkFlight && t0.Sink.onDisk() && t0.Cycles == 0 && d.chance(0.5) {
+		// (t0 must not close itself: the path is then free to take. The
+		// condition comes after the draw, which stays the same.)
+		if c.Tracers[i].Sink == sinkFlight && t0.Sink.onDisk() && t0.Cycles == 0 && d.chance(0.5) && !t0.closesItself() {
 			c.Tracers[i].DumpOverLive = true
 		}
 	}
@@ -322,7 +324,7 @@ func drawConfig(seed uint64, run time.Duration) *Config {
 		f := drawTracer(d, len(c.Tracers), run)
 		f.Sink = sinkFlight
 		drawFlight(d, &f)
-		f.DumpOverLive = true
+		f.DumpOverLive = !t0.closesItself()
 		c.Tracers = append(c.Tracers, f)
 	}
 	c.CloseWhileRunning = d.chance(0.3)
@@ -397,6 +399,12 @@ func (c *Config) optionalEvents(t *TracerConfig) bool {
 	}
 	return t.Cycles > 0 || t.Handler == hStop || t.Handler == hClose || t.Stringer == strCloses ||
 		c.CloseWhileRunning && c.TermAt == 0
+}
+
+// closesItself reports whether code the tracer runs may close it while
+// the workload records: its error handler or a String method.
+func (t *TracerConfig) closesItself() bool {
+	return t.Handler == hStop || t.Handler == hClose || t.Stringer == strCloses
 }
 
 // makeDefault makes tracer i the default tracer, with no cycles.
