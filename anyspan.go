@@ -16,7 +16,10 @@ package tracer
 // draws) for its whole duration: when it ends on another goroutine, when
 // it ends while Spans it contains are still open, and when a span that
 // began before it on its goroutine ends first. The spans of its goroutine
-// keep their nesting either way.
+// keep their nesting either way. One drawn as an async slice that is still
+// open when the tracer closes, or when a rotated file ends, ends there
+// (chrome://tracing leaves out a "b" without its "e"); one on its track
+// stays a "B" event, drawn to the end of the trace, as an open Span is.
 //
 // Two cases stay on the track whatever happens, since the span is in the
 // file already. Once its "B" event is written (it stayed open longer than

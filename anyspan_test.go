@@ -713,3 +713,33 @@ func TestSpanHandleChildFlowFromATrackOnly(t *testing.T) {
 		assert.Len(t, perfetto[0]["flows"], 2, "both flows drawn")
 	}
 }
+
+// TestSpanHandleOpenAtClose: a SpanHandle drawn as an async slice and
+// still open at Close ends there, as one open across a rotation ends with
+// its file: a "b" without its "e" is one chrome://tracing warns of and
+// leaves out (torture seed 2039472956238403094). One still on its track
+// stays a B event, drawn to the end of the trace, as an open Span is.
+func TestSpanHandleOpenAtClose(t *testing.T) {
+	tr, path := newTestTracer(t)
+	end := tr.Span("outer")
+	off := tr.StartSpan("off the track")
+	end() // a span that began before it ends first: it leaves the track
+	on := tr.StartSpan("on the track")
+	require.NoError(t, tr.Close())
+
+	evs := readClosed(t, path)
+	ops := tracecheck.Async(t, evs)
+	require.Len(t, ops, 1)
+	assert.Equal(t, "off the track", ops[0].Begin.Name)
+	assert.GreaterOrEqual(t, ops[0].End.Ts, ops[0].Begin.Ts)
+	var begins []string
+	for _, e := range evs {
+		if e.Ph == "B" {
+			begins = append(begins, e.Name)
+		}
+	}
+	assert.Equal(t, []string{"on the track"}, begins)
+	importInHeavyRun(t, path)
+	off.End() // after Close: counted, not written
+	on.End()
+}

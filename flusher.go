@@ -614,9 +614,13 @@ func (f *flusher) close() {
 		f.startBatch(true)
 		// Spans still open were running when the trace stopped (Stop on a
 		// signal or a panic), or were never ended: write them all as B
-		// events, however young, and say so.
+		// events, however young, and say so. Both viewers draw a B without
+		// its E to the end of the trace; chrome://tracing leaves out a "b"
+		// without its "e", so the SpanHandles drawn as async slices end
+		// here, as at the end of a rotated file.
 		f.reportNeverEnded()
 		f.writeOldBegins(math.MaxInt64, true)
+		f.open.anys.cutAsyncs(&f.enc, nanotime())
 		f.appendEnd()
 		f.send()
 	}
