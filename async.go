@@ -9,7 +9,9 @@ var lastID atomic.Uint64
 // job in a queue, a download. It begins on one goroutine and may get
 // instants, nested children and its end from any other; the viewers draw
 // it on a track of its own under the process (a nestable async event,
-// "b"/"n"/"e", with "id2":{"local":...}).
+// "b"/"n"/"e", with "id2":{"local":...}). One still open when the tracer
+// closes, or when a rotated file ends, ends there, with its children
+// (chrome://tracing leaves out a "b" without its "e").
 //
 // An Async is a small value: copy it into the job or request it describes.
 // Its methods are safe for concurrent use. The zero Async, which AsyncBegin

@@ -32,7 +32,7 @@ type flusher struct {
 	out     writer
 
 	open          openSpans
-	asyncs        openAsyncs // with rotation: see openasyncs.go
+	asyncs        openAsyncs // to end them with the file: see openasyncs.go
 	reportedDrops uint64
 	dropsShown    bool // the drop counter is in the trace: see appendDropCounter
 	closing       bool // Close's last pass: no rotation
@@ -73,6 +73,7 @@ func (f *flusher) prepare(r *recorder, o *options, s sink) (base int64) {
 	if f.traits.files != nil || f.traits.window {
 		f.names = newTrackNames()
 	}
+	f.asyncs.keepArgs = f.traits.files != nil
 	if o.lanes {
 		f.shared = newSharedTracks(f.names)
 		f.open.forget = f.shared.abandon
@@ -369,7 +370,7 @@ func (f *flusher) take(c *cursor, h *slot, cut, limit int64) uint64 {
 		if f.shared != nil && h.kind() != kindCounter {
 			lane = f.momentaryLane(h)
 		}
-		if f.traits.files != nil {
+		if !f.traits.window { // a dump pairs them itself: see keepPairs
 			f.asyncs.note(h, rest)
 		}
 		f.enc.event(h, rest)
@@ -616,11 +617,14 @@ func (f *flusher) close() {
 		// signal or a panic), or were never ended: write them all as B
 		// events, however young, and say so. Both viewers draw a B without
 		// its E to the end of the trace; chrome://tracing leaves out a "b"
-		// without its "e", so the SpanHandles drawn as async slices end
-		// here, as at the end of a rotated file.
+		// without its "e", so the async operations and the SpanHandles
+		// drawn as async slices still open end here, as at the end of a
+		// rotated file.
 		f.reportNeverEnded()
 		f.writeOldBegins(math.MaxInt64, true)
-		f.open.anys.cutAsyncs(&f.enc, nanotime())
+		at := nanotime()
+		f.asyncs.cut(&f.enc, at)
+		f.open.anys.cutAsyncs(&f.enc, at)
 		f.appendEnd()
 		f.send()
 	}

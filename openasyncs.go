@@ -1,39 +1,43 @@
 package tracer
 
-// Async operations open across a rotation.
+// Async operations open at a file's end.
 //
-// An async operation's "b" and "e" events are written as they come. With
-// rotation, an operation begun in one file and ended in a later one would
-// leave a "b" without its "e" in the first and an "e" without its "b" in
-// the other: chrome://tracing warns of both, and neither viewer draws the
-// operation in the second. So when the files rotate, the flusher keeps
-// each open operation's "b" until its "e" comes: a file that ends ends
-// the operations still open (an "e" at the cut, as a flight recording's
-// dump does), and the next file begins them again (the "b" at its time),
-// as it does a span's B event. It keeps at most maxOpenAsyncs: past them,
-// it forgets half of them (their "e" in a later file is unmatched there).
+// An async operation's "b" and "e" events are written as they come. One
+// still open when the file ends, at Close or at a rotation, leaves a "b"
+// without its "e", which chrome://tracing warns of and leaves out (Perfetto
+// draws it to the end of the trace); and with rotation, its "e" in a
+// later file is one without its "b" there, which neither viewer draws.
+// So the flusher keeps each open operation's "b" until its "e" comes:
+// a file that ends ends the operations still open (an "e" at that time,
+// as a flight recording's dump does), and with rotation the next file
+// begins them again (the "b" at its time, with its args), as it does a
+// span's B event. It keeps at most maxOpenAsyncs: past them, it forgets
+// half of them (they stay without an "e" there).
 
 // maxOpenAsyncs is the most async operations the flusher keeps the "b"
-// of, open across a rotation: about 100 bytes each.
+// of: about 100 bytes each.
 const maxOpenAsyncs = 1 << 16
 
 // An asyncOp names an async operation: its id and the extra slot's
 // category, scope and track, as its events carry them.
 type asyncOp struct{ id, meta uint64 }
 
-// An openAsync is the "b" of an open async operation: its head and the
-// rest of its slots, copied out of the chain.
+// An openAsync is the "b" of an open async operation: its head, its extra
+// slot (id, category, scope), and, with rotation, its args, copied out of
+// the chain.
 type openAsync struct {
-	head slot
-	rest []slot
+	head  slot
+	extra slot
+	args  []slot
 }
 
 // openAsyncs holds the open async operations' "b" events. Operations
 // nest on one id (a child begun with Async.Begin shares its parent's), so
 // an id holds a stack of them, outermost first.
 type openAsyncs struct {
-	m     map[asyncOp][]openAsync
-	count int // the operations held
+	m        map[asyncOp][]openAsync
+	count    int  // the operations held
+	keepArgs bool // for reopen: the files rotate
 }
 
 // note remembers the "b" of an async operation, and forgets it at its
@@ -55,7 +59,11 @@ func (o *openAsyncs) note(h *slot, rest []slot) {
 		}
 		x := &rest[0]
 		k := asyncOp{x.num, x.meta}
-		o.m[k] = append(o.m[k], openAsync{head: *h, rest: append([]slot(nil), rest...)})
+		op := openAsync{head: *h, extra: *x}
+		if o.keepArgs && len(rest) > 1 {
+			op.args = append([]slot(nil), rest[1:]...)
+		}
+		o.m[k] = append(o.m[k], op)
 		o.count++
 	case kindAsyncEnd:
 		x := &rest[0]
@@ -73,20 +81,23 @@ func (o *openAsyncs) note(h *slot, rest []slot) {
 // reopen appends again the "b" of each open async operation, at the top
 // of a new file.
 func (o *openAsyncs) reopen(enc *encoder) {
+	var rest []slot
 	for _, st := range o.m {
 		for i := range st {
-			enc.event(&st[i].head, st[i].rest)
+			rest = append(append(rest[:0], st[i].extra), st[i].args...)
+			enc.event(&st[i].head, rest)
 		}
 	}
 }
 
 // cut appends an "e" at nanotime at, without args, for each open async
-// operation, at the end of a file that rotation ends.
+// operation, at the end of a file: one that rotation ends, or Close.
 func (o *openAsyncs) cut(enc *encoder, at int64) {
 	for _, st := range o.m {
 		for i := len(st) - 1; i >= 0; i-- { // innermost first
 			e := st[i].head.asyncEndAt(at)
-			enc.event(&e, st[i].rest[:1])
+			x := [1]slot{st[i].extra}
+			enc.event(&e, x[:])
 		}
 	}
 }
