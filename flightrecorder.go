@@ -235,8 +235,10 @@ func (w *windowSink) evict(now int64) {
 	}
 }
 
-// Close lets the window's memory go.
+// Close lets the window's memory go, and counts its events as pushed
+// out: no trace can be taken of them any more.
 func (w *windowSink) Close() error {
+	w.overwritten.Add(uint64(w.events))
 	w.chunks, w.spare, w.events, w.bytes = nil, nil, 0, 0
 	return nil
 }

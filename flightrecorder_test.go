@@ -83,6 +83,8 @@ func TestFlightRecorderKeepsTheNewestEvents(t *testing.T) {
 			assert.EqualValues(t, tt.events, st.Events, "the window took every event; the name is remembered apart")
 			assert.EqualValues(t, st.Events-st.Overwritten, len(ticks), "what is not overwritten is in the trace")
 			assert.Len(t, byName(evs, "thread_name"), 1, "the name once, from the memory of names")
+			require.NoError(t, r.Close())
+			assert.Equal(t, st.Events, r.Stats().Overwritten, "the window's events count as pushed out once it closes")
 		})
 	}
 }
