@@ -151,7 +151,20 @@ func TestBuffersGrowAndShrink(t *testing.T) {
 	clk.passAfter(2 * time.Second)
 	clk.passAfter(4 * time.Second)
 	clk.pass() // that pass is over
-	assert.LessOrEqual(t, chunks(), tr.chainCount()+assistChunks+2, "the pool gives the chunks of the burst back")
+	kept := tr.chainCount() + assistChunks + 2
+	assert.LessOrEqual(t, chunks(), kept, "the pool gives the chunks of the burst back")
+	// Nor does a chunk kept keep those after it alive: trim would then
+	// free nothing of the burst (a chain's chunks point to the next).
+	tr.pool.mu.Lock()
+	for _, c := range tr.pool.free {
+		assert.Nil(t, c.next.Load(), "a free chunk points to the rest of its chain")
+	}
+	tr.pool.mu.Unlock()
+	for _, l := range *tr.chains.Load() {
+		if l != nil {
+			assert.Nil(t, l.first.Load(), "a chain holds its first chunk after the flusher read it")
+		}
+	}
 	assert.Zero(t, tr.Stats().Dropped)
 }
 

@@ -114,6 +114,7 @@ func (l *chain) nextEvent(head *uint64) *slot {
 			if l.read = l.first.Load(); l.read == nil {
 				return nil
 			}
+			l.first.Store(nil) // read holds it now, and it goes back to the pool
 			l.pos, *head = 0, 0
 		}
 		if *head = loadAcquire(&l.read.head); l.pos < *head {
@@ -190,7 +191,6 @@ func (cp *chunkPool) get(chains, reserve int, grow bool) *chunk {
 		// to it, and only the P it was pinned to orders that read before
 		// this write, which the race detector does not see.
 		storeWord(&c.head, 0)
-		c.next.Store(nil)
 		return c
 	}
 	limit := cp.limit
@@ -207,8 +207,11 @@ func (cp *chunkPool) get(chains, reserve int, grow bool) *chunk {
 	return new(chunk)
 }
 
-// put takes back a chunk the flusher read to its end.
+// put takes back a chunk the flusher read to its end. It forgets the
+// chunk after it: a free chunk that pointed to the rest of its chain
+// would keep alive every chunk of a burst that trim frees.
 func (cp *chunkPool) put(c *chunk) {
+	c.next.Store(nil)
 	cp.mu.Lock()
 	cp.free = append(cp.free, c)
 	cp.mu.Unlock()
