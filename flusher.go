@@ -55,6 +55,8 @@ type flusher struct {
 	// giveUp, while Flush encodes on its caller's goroutine, fires at the
 	// stop timeout: a pass waiting for a free batch then stops early.
 	giveUp <-chan time.Time
+
+	periodic bool // the pass under way is the flusher goroutine's: see waitForEvents
 }
 
 // A cursor walks one chain during a pass; the chain keeps its position.
@@ -114,7 +116,9 @@ func (f *flusher) run(done chan<- struct{}) {
 			}
 		}
 		f.mu.Lock()
+		f.periodic = true
 		f.pass(true)
+		f.periodic = false
 		f.mu.Unlock()
 		r.refusal.report(f.opts.onError)
 	}
@@ -253,6 +257,7 @@ func (f *flusher) pass(block bool) bool {
 		}
 	}
 	complete := true
+	wait := false
 merge:
 	for {
 		i, limit := f.nextCursor(cut)
@@ -282,17 +287,31 @@ merge:
 	if complete {
 		f.popKeptEnds(cut)
 		f.forgotten.Add(uint64(f.open.trim(f.r, maxOpenSpans)))
-		if !f.traits.window { // a flight recorder writes spans whole: see FlightRecorder
+		wait = f.waitForEvents()
+		if !f.traits.window && !wait { // a flight recorder writes spans whole: see FlightRecorder
 			complete = f.writeOldBegins(f.opts.clock.oldBefore(cut, f.opts.flushInterval), block)
 		}
 	}
 	if complete {
-		f.reportDrops(cut)
+		if !wait {
+			f.reportDrops(cut)
+		}
 		f.drainImported(block)
 		f.send()
 	}
 	f.r.progress.broadcast()
 	return complete
+}
+
+// waitForEvents reports whether a pass that found no event to write
+// should write nothing else either: a periodic pass, after a write that
+// failed. What it would write (the B events the failure lost, written
+// again, the goroutines' names, the drop counter) waits for the next
+// event, a Flush or Close: a sink that stays broken (a pipe whose reader
+// died) would fail that write on every pass, counting the same B events
+// lost again each time and telling the error handler each time.
+func (f *flusher) waitForEvents() bool {
+	return f.periodic && f.enc.empty() && f.out.failing.Load()
 }
 
 // passBy is a pass that waits for free batches until giveUp fires, Flush

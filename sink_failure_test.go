@@ -15,6 +15,7 @@ import (
 	"github.com/gotracer/tracer/internal/tracecheck"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/atomic"
 )
 
 // flakyWriter fails every third write: with no byte written, or, if
@@ -365,4 +366,50 @@ func TestLostEndKeepsItsPlace(t *testing.T) {
 	assert.EqualValues(t, 1, jobs[0].Args["n"])
 	assert.EqualValues(t, 2, jobs[1].Args["n"])
 	assert.LessOrEqual(t, jobs[0].End, jobs[1].Start, "the first ends before the second begins")
+}
+
+// TestBrokenPipeIdlePassesWriteNothing checks that a tracer whose sink
+// stays broken (a pipe whose reader died) writes nothing more once the
+// program records nothing: its periodic passes do not write again the B
+// events of open spans that the failures lost, to fail again, count them
+// lost again and tell the error handler again, on every pass for as long
+// as the program runs.
+func TestBrokenPipeIdlePassesWriteNothing(t *testing.T) {
+	pr, pw, err := os.Pipe()
+	require.NoError(t, err)
+	defer pw.Close()
+	var told atomic.Int64
+	clock := newTestClock()
+	tr, err := NewWithWriter(pw, WithErrorHandler(func(error) { told.Add(1) }), withClock(clock))
+	require.NoError(t, err)
+	require.NoError(t, pr.Close()) // the reader dies: every write fails with EPIPE
+	var ends []func(...Arg)
+	for i := 0; i < 4; i++ {
+		ends = append(ends, tr.Span("open", Int("i", i)))
+	}
+	for i := 0; i < 100; i++ {
+		tr.Span("done")()
+	}
+	clock.ageAll()
+	require.Error(t, tr.Flush()) // written, failed and waited for
+	before, toldBefore := tr.Stats(), told.Load()
+	require.NotZero(t, before.Lost)
+	for i := 0; i < 20; i++ {
+		clock.pass() // after a pass begins, the one before it is done
+	}
+	clock.pass()
+	after := tr.Stats()
+	assert.Equal(t, before.Flushes, after.Flushes, "writes by idle passes")
+	assert.Equal(t, before.SinkErrors, after.SinkErrors, "failed writes by idle passes")
+	assert.Equal(t, before.Lost, after.Lost, "events counted lost again by idle passes")
+	assert.Equal(t, toldBefore, told.Load(), "errors reported by idle passes")
+
+	// Recording again writes again, with the B events the failure lost.
+	tr.Instant("again")
+	clock.pass()
+	for _, end := range ends {
+		end()
+	}
+	assert.Error(t, tr.Close())
+	assert.Greater(t, tr.Stats().Flushes, after.Flushes)
 }

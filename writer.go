@@ -97,6 +97,7 @@ type writer struct {
 	fileEvents int // events written to the current file: see rotate
 
 	busySince atomic.Int64 // nanotime when the write under way started, 0 when none is
+	failing   atomic.Bool  // the last write failed: see flusher.waitForEvents
 
 	mu   sync.Mutex
 	errs errorTally // write errors since the last sync
@@ -223,6 +224,7 @@ func (w *writer) write(b *batch, p []byte) {
 	w.busySince.Store(nanotime())
 	n, err := w.sink.Write(q)
 	w.busySince.Store(0)
+	w.failing.Store(err != nil)
 	w.bytes.Add(uint64(n))
 	w.flushes.Inc()
 	if nc > 0 {
