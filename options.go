@@ -219,6 +219,12 @@ func WithGzip(level int) Option {
 // without bound. The old file is renamed; see WithMaxFiles. A file may
 // pass the limit by up to one write, at most about 256 KiB. The smallest
 // size allowed is 4 KiB.
+//
+// Each new file begins with the B events of the spans open at the time
+// (so that it opens alone) and the names of their goroutines, which do
+// not count toward its size: a program that leaves thousands of spans
+// open, never ending them, writes them all again at the top of every
+// file, about 150 bytes each. Keep the size well above that.
 func WithMaxFileSize(bytes int64) Option {
 	return optionFunc(func(o *options) error {
 		if bytes < minFileSize {

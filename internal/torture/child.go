@@ -490,16 +490,16 @@ func (e *tenv) dumper(ctx context.Context) {
 		if k%2 == 1 {
 			name += ".gz"
 		}
-		t0 := time.Now()
-		e.call("WriteFile", e.fr.WriteFile(filepath.Join(e.dir, name)), time.Since(t0))
+		m := e.mark(nil)
+		e.call("WriteFile", e.fr.WriteFile(filepath.Join(e.dir, name)), m)
 		// WriteTo onto a file, as a program serving a dump would: a
 		// buffer here would hold a copy of the trace beside the
 		// recorder's, and count against its memory.
 		path := filepath.Join(e.dir, fmt.Sprintf("dumpw-%d.json", k))
 		if f, err := os.Create(path); err == nil {
-			t0 = time.Now()
+			m := e.mark(nil)
 			_, err := e.fr.WriteTo(f)
-			e.call("WriteTo", err, time.Since(t0))
+			e.call("WriteTo", err, m)
 			f.Close()
 			if err != nil { // no trace: ErrClosed, say, which call checks
 				os.Remove(path)
@@ -526,9 +526,9 @@ func (e *tenv) cycler(ctx context.Context) {
 			return
 		}
 		p.tick()
-		start := time.Now()
 		old := tracer.Default()
-		e.call("Stop (cycle)", tracer.Stop(), time.Since(start))
+		m := e.mark(old)
+		e.call("Stop (cycle)", tracer.Stop(), m)
 		e.mu.Lock()
 		e.stopped = addStats(e.stopped, statsMap(old.Stats()))
 		e.insts = slices.DeleteFunc(e.insts, func(t *tracer.Tracer) bool { return t == old })
@@ -574,8 +574,8 @@ func (c *childEnv) fillAndEmpty(ctx context.Context) {
 func (c *childEnv) idleCheck(envs []*tenv, main *progress, res *childResult) {
 	for _, e := range envs {
 		if t := e.tr(); t != nil {
-			start := time.Now()
-			e.call("Flush (idle)", t.Flush(), time.Since(start))
+			m := e.mark(t)
+			e.call("Flush (idle)", t.Flush(), m)
 			main.tick()
 		}
 	}
@@ -620,8 +620,8 @@ func (c *childEnv) finalDumps(envs []*tenv, main *progress) {
 			continue
 		}
 		main.tick()
-		start := time.Now()
-		e.call("WriteFile (final)", e.fr.WriteFile(filepath.Join(e.dir, "final.json")), time.Since(start))
+		m := e.mark(nil)
+		e.call("WriteFile (final)", e.fr.WriteFile(filepath.Join(e.dir, "final.json")), m)
 	}
 }
 
@@ -630,16 +630,16 @@ func (c *childEnv) closeAll(envs []*tenv, main *progress) {
 	for _, e := range envs {
 		main.tick()
 		c.rep.event(fmt.Sprintf("closing t%d", e.idx))
-		start := time.Now()
+		m := e.mark(e.tr())
 		var err error
 		if e.def {
 			err = tracer.Stop()
 		} else {
 			err = e.fixed.Load().Close()
 		}
-		e.closeTook = time.Since(start)
+		e.closeTook = time.Since(m.at)
 		e.closeErr = err
-		e.call("Close", err, e.closeTook)
+		e.call("Close", err, m)
 		main.tick()
 	}
 	c.rep.event("closed")

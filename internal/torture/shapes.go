@@ -96,8 +96,8 @@ func (e *tenv) loop(ctx context.Context, w *worker, s Shape) {
 			}()
 		case shapeFlusher:
 			if t != nil {
-				start := time.Now()
-				e.call("Flush", t.Flush(), time.Since(start))
+				m := e.mark(t)
+				e.call("Flush", t.Flush(), m)
 			}
 		case shapeLong:
 			end := t.LongSpan("phase", w.spanID(clHeld))
@@ -530,7 +530,7 @@ func (e *tenv) categories(ctx context.Context, wg *sync.WaitGroup, si int, s Sha
 				}
 			}
 			if t := e.tr(); t != nil {
-				e.call("SetCategories", t.SetCategories(on...), 0)
+				e.call("SetCategories", t.SetCategories(on...), e.mark(nil))
 			}
 		}
 	}()
