@@ -311,7 +311,7 @@ merge:
 // died) would fail that write on every pass, counting the same B events
 // lost again each time and telling the error handler each time.
 func (f *flusher) waitForEvents() bool {
-	return f.periodic && f.enc.empty() && f.out.failing.Load()
+	return f.periodic && f.enc.empty() && f.out.lastFailed()
 }
 
 // passBy is a pass that waits for free batches until giveUp fires, Flush

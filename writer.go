@@ -258,6 +258,9 @@ func (w *writer) write(b *batch, p []byte) {
 	}
 }
 
+// lastFailed reports whether the latest write failed.
+func (w *writer) lastFailed() bool { return w.failing.Load() }
+
 // delivered counts n events written to the sink.
 func (w *writer) delivered(n int) {
 	w.events.Add(uint64(n))
