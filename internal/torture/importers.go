@@ -3,6 +3,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,6 +15,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/gotracer/tracer/internal/tracefile"
 )
 
 // Loading the files in both real importers (/work/shared/importers:
@@ -100,14 +103,54 @@ func (r *run) importers(files []traceFile) {
 	if len(skipped) > 0 {
 		r.note("importers: too large to load in seconds, not loaded: %s", strings.Join(skipped, ", "))
 	}
-	r.loadIn(filepath.Join(dir, "perfetto-check"), perfetto)
-	r.loadIn(filepath.Join(dir, "catapult-check"), catapult)
+	r.loadIn(filepath.Join(dir, "perfetto-check"), perfetto, nil)
+	tmp, err := os.MkdirTemp("", "torture-catapult-")
+	if err != nil {
+		r.fail("importers", "%v", err)
+		return
+	}
+	defer os.RemoveAll(tmp)
+	loaded := make([]string, len(catapult))
+	for i, path := range catapult {
+		loaded[i] = catapultCopy(path, filepath.Join(tmp, fmt.Sprint(i)))
+	}
+	r.loadIn(filepath.Join(dir, "catapult-check"), loaded, catapult)
 }
 
-// loadIn loads paths with one importer's check command.
-func (r *run) loadIn(tool string, paths []string) {
+// catapultCopy returns the file catapult loads for path: path itself, or,
+// for a plain file a kill left unterminated, a copy at cp in the object
+// form a clean Close writes, {"displayTimeUnit":"ns","traceEvents":[...]}.
+// catapult reads the bare array at microsecond precision and nests spans
+// less than a microsecond apart inside one another (docs/guarantees.md,
+// "is killed"), which also takes the slices from under their flow arrows;
+// the copy is read at the precision the events have.
+func catapultCopy(path, cp string) string {
+	if strings.HasSuffix(path, ".gz") {
+		return path
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return path
+	}
+	closed, _ := tracefile.Terminate(data)
+	if bytes.Equal(closed, data) {
+		return path // closed: Close chose its form
+	}
+	obj := append([]byte(`{"displayTimeUnit":"ns","traceEvents":`), bytes.TrimSpace(closed)...)
+	if os.WriteFile(cp, append(obj, "}\n"...), 0o644) != nil {
+		return path
+	}
+	return cp
+}
+
+// loadIn loads paths with one importer's check command; shown, if not nil,
+// are the files they stand for (see catapultCopy), named in its reports.
+func (r *run) loadIn(tool string, paths, shown []string) {
 	if len(paths) == 0 {
 		return
+	}
+	if shown == nil {
+		shown = paths
 	}
 	name := filepath.Base(tool)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -134,7 +177,7 @@ func (r *run) loadIn(tool string, paths []string) {
 		return
 	}
 	for i, rep := range reps {
-		rel, _ := filepath.Rel(r.dir, paths[i])
+		rel, _ := filepath.Rel(r.dir, shown[i])
 		if deepest(r.cfg) >= perfettoMaxDepth {
 			// Perfetto draws at most 512 levels of nesting and says so:
 			// the file holds what the program did.
@@ -142,7 +185,12 @@ func (r *run) loadIn(tool string, paths []string) {
 				r.note("importers: %s %s: spans nested deeper than Perfetto's %d levels", name, rel, perfettoMaxDepth)
 			}
 		}
-		if rotatedSet(paths[i]) {
+		if paths[i] != shown[i] {
+			// A killed process's file: the async operations open at the
+			// kill have their b and never their e.
+			dropUnmatchedBegins(rep)
+		}
+		if rotatedSet(shown[i]) {
 			// A file of a rotated set holds part of the timeline: a flow
 			// whose start and end are in two files is an arrow neither
 			// viewer can draw, and both say so (docs/internals.md,
@@ -193,6 +241,21 @@ func rotatedSet(path string) bool {
 
 // rotatedName matches the name of a rotated file.
 var rotatedName = regexp.MustCompile(`\.\d{6}\.json(\.gz)?$`)
+
+// dropUnmatchedBegins removes catapult's warnings of async operations
+// begun and never ended from rep.
+func dropUnmatchedBegins(rep map[string]any) {
+	ws, _ := rep["warnings"].([]any)
+	kept := ws[:0]
+	for _, w := range ws {
+		m, _ := w.(map[string]any)
+		msg, _ := m["message"].(string)
+		if !(m["type"] == "async_slice_parse_error" && strings.Contains(msg, "BEGIN event") && strings.HasSuffix(msg, "was unmatched.")) {
+			kept = append(kept, w)
+		}
+	}
+	rep["warnings"] = kept
+}
 
 // dropWarning removes catapult's warnings of type typ from rep.
 func dropWarning(rep map[string]any, typ string) {
