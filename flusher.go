@@ -728,8 +728,13 @@ func (f *flusher) stats() Stats {
 // (a program that never ends its spans); counting them would start a new
 // file at every batch, each repeating them all.
 func (f *flusher) maybeRotate() {
-	limit := float64(f.opts.sink.maxSize)
 	ratio := math.Float64frombits(f.out.ratio.Load())
+	// A file takes at least as many bytes of events as its head before
+	// the next rotation: a head of thousands of spans never ended, written
+	// again at the top of every file of a small size, would otherwise be
+	// most of what the tracer writes, and slow the writer past the flush
+	// interval (the torture test's seeds 7707595678961374, 4731966542932381140).
+	limit := max(float64(f.opts.sink.maxSize), float64(f.headRaw)*ratio)
 	size := float64(f.fileRaw-f.headRaw) * ratio
 	if !f.closing && size >= limit {
 		f.enc.endFile()

@@ -221,10 +221,11 @@ func WithGzip(level int) Option {
 // size allowed is 4 KiB.
 //
 // Each new file begins with the B events of the spans open at the time
-// (so that it opens alone) and the names of their goroutines, which do
-// not count toward its size: a program that leaves thousands of spans
-// open, never ending them, writes them all again at the top of every
-// file, about 150 bytes each. Keep the size well above that.
+// (so that it opens alone) and the names of their goroutines, about 150
+// bytes a span, which do not count toward its size; and it takes at least
+// as many bytes of events as that head before the next rotation, so that
+// a program that leaves thousands of spans open, never ending them, does
+// not write them again every few KiB.
 func WithMaxFileSize(bytes int64) Option {
 	return optionFunc(func(o *options) error {
 		if bytes < minFileSize {
