@@ -733,7 +733,7 @@ func (f *flusher) maybeRotate() {
 	// the next rotation: a head of thousands of spans never ended, written
 	// again at the top of every file of a small size, would otherwise be
 	// most of what the tracer writes, and slow the writer past the flush
-	// interval (the torture test's seeds 7707595678961374, 4731966542932381140).
+	// interval (the torture test's seed 7707595678961374).
 	limit := max(float64(f.opts.sink.maxSize), float64(f.headRaw)*ratio)
 	size := float64(f.fileRaw-f.headRaw) * ratio
 	if !f.closing && size >= limit {

@@ -188,6 +188,7 @@ func (r *run) rules(f traceFile) fileRules {
 		rules.mustClose = !r.killed() && !r.froze
 		rules.asyncPair = true
 	}
+	rules.halfClosed = r.killed() && (t.Sink == sinkFile || t.Sink == sinkRotate)
 	// A failed write may lose an async b and not its e.
 	if f.tracer == 0 && r.cfg.Tmpfs || t.Fault == faultFail || t.Fault == faultShort || t.FifoDiesAt > 0 {
 		rules.asyncPair = false

@@ -31,6 +31,11 @@ type fileRules struct {
 	// (the rest of the event was to come with the next write), or what the
 	// reader of a pipe read before it died.
 	tornOK bool
+	// halfClosed: the file may be the array followed by a "}": a kill
+	// between the last two writes that close a plain file (its end, then
+	// the object's head over the padding), at Close or when a rotation
+	// retires it (guarantees.md).
+	halfClosed bool
 }
 
 // A fileReport is what checking a file found.
@@ -102,6 +107,9 @@ func checkJSON(data []byte, rules fileRules, fr *fileReport) []byte {
 		if rules.mustClose && !bytes.HasPrefix(data, []byte("[\n{\"")) {
 			fr.problem("a closed trace starts with %q or %q; this one with %.60q", objectHead, "[", data)
 		}
+	}
+	if rules.halfClosed && bytes.HasPrefix(data, []byte("[")) && bytes.HasSuffix(data, []byte("\n]\n}\n")) {
+		data = data[:len(data)-len("}\n")]
 	}
 	if !rules.mustClose {
 		var torn bool

@@ -230,7 +230,13 @@ func (rs *reports) parse(line string) {
 			if rs.events == nil {
 				rs.events = map[string]int64{}
 			}
-			rs.events[strings.Join(f[1:], " ")] = num(0)
+			what := strings.Join(f[1:], " ")
+			rs.events[what] = num(0)
+			if what == "ready" {
+				// The marks so far are the untraced run's, which counts
+				// with the same workers: none of it is in the files.
+				rs.marks, rs.pruned = rs.marks[:0], 0
+			}
 		}
 	case 'H':
 		rs.lastBeat = time.Now().UnixNano()
