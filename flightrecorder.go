@@ -94,9 +94,10 @@ func NewFlightRecorder(cfg FlightRecorderConfig, opts ...Option) (*FlightRecorde
 }
 
 // WriteTo writes a trace of the events in the window to w, and returns the
-// bytes written. The trace is complete and closed: it starts with the
-// process metadata and ends the JSON array, names the goroutines it holds,
-// and ends with the drop counter. It holds the events recorded before the
+// bytes written. The trace is complete and closed, in the JSON object form
+// a closed plain file has, {"displayTimeUnit":"ns","traceEvents":[...]}:
+// it starts with the process metadata, names the goroutines it holds, and
+// ends with the drop counter. It holds the events recorded before the
 // call; taking it does not empty the window.
 func (r *FlightRecorder) WriteTo(w io.Writer) (int64, error) {
 	b, err := r.snapshot()

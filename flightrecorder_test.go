@@ -23,12 +23,18 @@ func takeTrace(t testing.TB, r *FlightRecorder) []event {
 	n, err := r.WriteTo(&buf)
 	require.NoError(t, err)
 	require.EqualValues(t, buf.Len(), n)
-	require.True(t, bytes.HasPrefix(buf.Bytes(), []byte("[\n{\"name\":\"process_name\"")), "%.60q", buf.Bytes())
-	var evs []event
+	// The object form, as Close leaves a plain file: chrome://tracing
+	// reads its times to the nanosecond.
+	require.True(t, bytes.HasPrefix(buf.Bytes(), []byte(objectHead+"[\n{\"name\":\"process_name\"")), "%.60q", buf.Bytes())
+	var obj struct {
+		DisplayTimeUnit string  `json:"displayTimeUnit"`
+		TraceEvents     []event `json:"traceEvents"`
+	}
 	dec := json.NewDecoder(&buf)
 	dec.DisallowUnknownFields()
-	require.NoError(t, dec.Decode(&evs), "a flight recording is strict JSON")
-	return evs
+	require.NoError(t, dec.Decode(&obj), "a flight recording is strict JSON")
+	require.Equal(t, "ns", obj.DisplayTimeUnit)
+	return obj.TraceEvents
 }
 
 func newFlightRecorder(t *testing.T, cfg FlightRecorderConfig, opts ...Option) *FlightRecorder {
@@ -227,7 +233,7 @@ func TestFlightRecorderAsDefault(t *testing.T) {
 	find(t, readClosed(t, path), "X", "handler")
 	data, err := os.ReadFile(path)
 	require.NoError(t, err)
-	assert.True(t, strings.HasSuffix(string(data), "}\n]\n"))
+	assert.True(t, strings.HasSuffix(string(data), "}\n]\n}\n"))
 }
 
 // TestFlightRecorderNamesEachGoroutineOnce: a dump names every goroutine

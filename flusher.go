@@ -805,18 +805,26 @@ func (f *flusher) snapshot(window [][]byte) []byte {
 	f.appendLast()
 	enc := done()
 
-	size := len(enc) + len(ends) + 1 // closeArray's "]" after the last event
+	// The object form, as Close leaves a plain file: with
+	// "displayTimeUnit":"ns", chrome://tracing reads the times to the
+	// nanosecond; the bare array it reads to the microsecond, and nests
+	// spans less than a microsecond apart in one another, taking their
+	// flow arrows' slices away. A recording is written whole, so the
+	// object's head comes first.
+	size := len(objectHead) + len(enc) + len(ends) + 1 + 2 // closeArray's "]", the object's "}\n"
 	for _, k := range kept {
 		size += len(k)
 	}
 	b := make([]byte, 0, size)
+	b = append(b, objectHead...)
 	b = append(b, enc[:head]...)
 	for _, k := range kept {
 		b = append(b, k...)
 	}
 	b = append(b, ends...)
 	b = append(b, enc[head:]...)
-	return closeArray(b) // the header's events at least end it
+	b = closeArray(b) // the header's events at least end it
+	return append(b, "}\n"...)
 }
 
 // nameGoroutines gives the goroutines of names their names and sort
