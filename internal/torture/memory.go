@@ -227,7 +227,14 @@ func fitGrowth(samples []sample) (growth int64, perSpan float64, started uint64)
 	}
 	slope := (n*sxy - sx*sy) / den
 	started = run[len(run)-1].started - run[0].started
-	return int64(slope * float64(started)), slope, started
+	// The line's rise, but no more than the heap rose: buffers that fill
+	// fast once (a sink that stalls for a moment) tilt the line past
+	// what the heap ever held.
+	var top int64
+	for _, s := range run {
+		top = max(top, int64(s.live))
+	}
+	return min(int64(slope*float64(started)), top-int64(run[0].live)), slope, started
 }
 
 // memCap is the live heap past which the parent kills the child rather
