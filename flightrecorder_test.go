@@ -341,3 +341,19 @@ func TestFlightRecorderDumpHoldsTheTraceOnce(t *testing.T) {
 	close(release)
 	wg.Wait()
 }
+
+// TestFlightRecorderCloseCountsOpenSpans: a recorder closed with spans
+// still open (spans never ended, which only a dump would write) counts
+// them with its window's events in Overwritten: no trace can be taken of
+// them any more, and none is lost without a count.
+func TestFlightRecorderCloseCountsOpenSpans(t *testing.T) {
+	r := newFlightRecorder(t, FlightRecorderConfig{MaxEvents: 1000}, withClock(newTestClock()))
+	tr := r.Tracer()
+	for i := range 3 {
+		_ = tr.Span("never ended", Int("i", i))
+	}
+	tr.Span("ended")()
+	require.NoError(t, tr.Flush())
+	require.NoError(t, r.Close())
+	assert.EqualValues(t, 4, r.Stats().Overwritten, "the window's one event and the three spans open")
+}

@@ -20,8 +20,9 @@ type Stats struct {
 	Deleted uint64
 
 	// Overwritten counts the events a FlightRecorder pushed out of its
-	// window to make room for newer ones, and those the window held when
-	// it closed: the point of the window, not a loss like Dropped.
+	// window to make room for newer ones, and, once it is closed, those
+	// the window held and the spans still open: the point of the window,
+	// not a loss like Dropped.
 	Overwritten uint64
 }
 
