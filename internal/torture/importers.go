@@ -118,12 +118,13 @@ func (r *run) importers(files []traceFile) {
 }
 
 // catapultCopy returns the file catapult loads for path: path itself, or,
-// for a plain file a kill left unterminated, a copy at cp in the object
-// form a clean Close writes, {"displayTimeUnit":"ns","traceEvents":[...]}.
-// catapult reads the bare array at microsecond precision and nests spans
-// less than a microsecond apart inside one another (docs/guarantees.md,
-// "is killed"), which also takes the slices from under their flow arrows;
-// the copy is read at the precision the events have.
+// for a file in the bare array form (a plain file a kill left
+// unterminated, a stream), a copy at cp in the object form a clean Close
+// writes, {"displayTimeUnit":"ns","traceEvents":[...]}. catapult reads
+// the bare array at microsecond precision and nests spans less than a
+// microsecond apart inside one another (docs/guarantees.md), which also
+// takes the slices from under their flow arrows; the copy is read at the
+// precision the events have. (Gzip files are loaded as they are.)
 func catapultCopy(path, cp string) string {
 	if strings.HasSuffix(path, ".gz") {
 		return path
@@ -133,8 +134,8 @@ func catapultCopy(path, cp string) string {
 		return path
 	}
 	closed, _ := tracefile.Terminate(data)
-	if bytes.Equal(closed, data) {
-		return path // closed: Close chose its form
+	if !bytes.HasPrefix(bytes.TrimLeft(closed, " \n"), []byte("[")) {
+		return path // the object form: a closed plain file, a recording
 	}
 	obj := append([]byte(`{"displayTimeUnit":"ns","traceEvents":`), bytes.TrimSpace(closed)...)
 	if os.WriteFile(cp, append(obj, "}\n"...), 0o644) != nil {
@@ -188,7 +189,18 @@ func (r *run) loadIn(tool string, paths, shown []string) {
 		if paths[i] != shown[i] {
 			// A killed process's file: the async operations open at the
 			// kill have their b and never their e.
-			dropUnmatchedBegins(rep)
+			dropUnmatchedAsync(rep, "BEGIN")
+		}
+		if r.writesFail(rel) {
+			// A failed write may lose an async b and not its e, or a
+			// flow's start and not its end (see fileRules.asyncPair): the
+			// viewers say so.
+			dropUnmatchedAsync(rep, "BEGIN")
+			dropUnmatchedAsync(rep, "END")
+			for _, w := range cutFlowWarnings {
+				dropImportError(rep, w)
+				dropWarning(rep, w)
+			}
 		}
 		if rotatedSet(shown[i]) {
 			// A file of a rotated set holds part of the timeline: a flow
@@ -242,15 +254,27 @@ func rotatedSet(path string) bool {
 // rotatedName matches the name of a rotated file.
 var rotatedName = regexp.MustCompile(`\.\d{6}\.json(\.gz)?$`)
 
-// dropUnmatchedBegins removes catapult's warnings of async operations
-// begun and never ended from rep.
-func dropUnmatchedBegins(rep map[string]any) {
+// writesFail reports whether the tracer of the file at rel (t0/...)
+// meets failed writes: a disk that fills, a writer that fails or writes
+// short, a pipe whose reader dies.
+func (r *run) writesFail(rel string) bool {
+	var i int
+	if _, err := fmt.Sscanf(rel, "t%d", &i); err != nil || i >= len(r.cfg.Tracers) {
+		return false
+	}
+	t := r.cfg.Tracers[i]
+	return i == 0 && r.cfg.Tmpfs || t.Fault == faultFail || t.Fault == faultShort || t.FifoDiesAt > 0
+}
+
+// dropUnmatchedAsync removes catapult's warnings of async events of the
+// kind ("BEGIN" or "END") whose other half is not in the file from rep.
+func dropUnmatchedAsync(rep map[string]any, kind string) {
 	ws, _ := rep["warnings"].([]any)
 	kept := ws[:0]
 	for _, w := range ws {
 		m, _ := w.(map[string]any)
 		msg, _ := m["message"].(string)
-		if !(m["type"] == "async_slice_parse_error" && strings.Contains(msg, "BEGIN event") && strings.HasSuffix(msg, "was unmatched.")) {
+		if !(m["type"] == "async_slice_parse_error" && strings.Contains(msg, kind+" event") && strings.HasSuffix(msg, "was unmatched.")) {
 			kept = append(kept, w)
 		}
 	}
