@@ -187,8 +187,12 @@ type windowChunk struct {
 }
 
 func (w *windowSink) traits() sinkTraits {
-	return sinkTraits{window: true, overwritten: &w.overwritten}
+	return sinkTraits{window: true, overwritten: &w.overwritten, openAtClose: w.openAtClose}
 }
+
+// openAtClose counts n spans still open at Close with the events pushed out: no
+// trace can be taken of them any more.
+func (w *windowSink) openAtClose(n uint64) { w.overwritten.Add(n) }
 
 func (w *windowSink) Write(p []byte) (int, error) {
 	var buf []byte

@@ -650,7 +650,7 @@ func (f *flusher) close() {
 		// A flight recorder writes a span when it ends, and a dump the
 		// ones still open: once it is closed, no trace can be taken of
 		// those, which count as its window's events do (windowSink.Close).
-		f.traits.overwritten.Add(uint64(f.open.count))
+		f.traits.openAtClose(uint64(f.open.count))
 	}
 	f.closed.Store(true)
 	f.r.countLate(f.unread())

@@ -55,6 +55,11 @@ type sinkTraits struct {
 	// overwritten, if not nil, counts the events the sink pushed out to
 	// make room for newer ones (Stats.Overwritten).
 	overwritten *atomic.Uint64
+
+	// openAtClose, with window, counts in Stats.Overwritten the n spans still
+	// open when the tracer closed, which only a trace taken earlier
+	// could have held.
+	openAtClose func(n uint64)
 }
 
 // A fileCutter is a sink that cuts the trace into files: a rotator.
