@@ -133,6 +133,9 @@ func catapultCopy(path, cp string) string {
 	if err != nil {
 		return path
 	}
+	if t := bytes.TrimLeft(data, " "); bytes.HasPrefix(t, []byte("[")) && bytes.HasSuffix(t, []byte("\n]\n}\n")) {
+		data = t[:len(t)-len("}\n")] // cut between its two closing writes: see fileRules.halfClosed
+	}
 	closed, _ := tracefile.Terminate(data)
 	if !bytes.HasPrefix(bytes.TrimLeft(closed, " \n"), []byte("[")) {
 		return path // the object form: a closed plain file, a recording
