@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -306,21 +305,8 @@ func TestFlightRecorderDumpHoldsTheTraceOnce(t *testing.T) {
 		t.Skip("the race detector's allocations")
 	}
 	r := newFlightRecorder(t, FlightRecorderConfig{MaxEvents: 1 << 20, MaxBytes: 4 << 20}, withClock(newTestClock()))
-	var started, wg sync.WaitGroup
-	release := make(chan struct{})
 	const held = 5000 // their B events: about 500 KiB after the window
-	started.Add(held)
-	wg.Add(held)
-	for i := range held {
-		go func() {
-			defer wg.Done()
-			end := r.Span("request", Int("i", i))
-			started.Done()
-			<-release
-			end()
-		}()
-	}
-	started.Wait()
+	release := holdSpans(r.Span, held)
 	for i := 0; i < 100000; i++ {
 		r.Span("work", Int("i", i))()
 		if i%10000 == 0 {
@@ -338,8 +324,7 @@ func TestFlightRecorderDumpHoldsTheTraceOnce(t *testing.T) {
 	allocated := int64(after.TotalAlloc - before.TotalAlloc)
 	t.Logf("a trace of %d bytes allocated %d", n, allocated)
 	assert.Less(t, allocated, n+n/2, "the trace, once, and what follows the window aside")
-	close(release)
-	wg.Wait()
+	release()
 }
 
 // TestFlightRecorderCloseCountsOpenSpans: a recorder closed with spans

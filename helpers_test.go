@@ -266,3 +266,24 @@ func importInHeavyRun(t testing.TB, paths ...string) (perfetto, catapult []trace
 	}
 	return tracecheck.Import(t, paths...)
 }
+
+// holdSpans starts n spans named "request", each held open by a goroutine
+// of its own, and returns once all have started; release ends them and
+// waits for the goroutines.
+func holdSpans(span func(string, ...Arg) func(...Arg), n int) (release func()) {
+	var started, wg sync.WaitGroup
+	done := make(chan struct{})
+	started.Add(n)
+	wg.Add(n)
+	for i := range n {
+		go func() {
+			defer wg.Done()
+			end := span("request", Int("i", i))
+			started.Done()
+			<-done
+			end()
+		}()
+	}
+	started.Wait()
+	return func() { close(done); wg.Wait() }
+}

@@ -20,24 +20,10 @@ import (
 func TestManyOpenSpans(t *testing.T) {
 	const n = 20000
 	tr, path := newTestTracer(t)
-	var wg, started sync.WaitGroup
-	release := make(chan struct{})
-	wg.Add(n)
-	started.Add(n)
-	for i := range n {
-		go func() {
-			defer wg.Done()
-			end := tr.Span("request", Int("i", i))
-			started.Done()
-			<-release
-			end()
-		}()
-	}
-	started.Wait()
+	release := holdSpans(tr.Span, n)
 	ageAll(tr) // a flush interval later: their B events are written
 	require.NoError(t, tr.Flush())
-	close(release)
-	wg.Wait()
+	release()
 	require.NoError(t, tr.Close())
 	st := tr.Stats()
 	assert.Zero(t, st.Dropped+st.Forgotten+st.Unmatched+st.Lost)
