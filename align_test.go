@@ -61,6 +61,7 @@ func randomLines(rng *rand.Rand, n int) []byte {
 }
 
 func TestAlignEvents(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(1, 2))
 	for range 500 {
 		in := randomLines(rng, rng.IntN(200))
@@ -97,6 +98,7 @@ func FuzzAlignEvents(f *testing.F) {
 // kill or a full disk can stop a write: every cut must leave whole events
 // that parse after the documented repair.
 func TestEveryPageCutIsAnEventBoundary(t *testing.T) {
+	t.Parallel()
 	tr, path := newTestTracer(t)
 	rng := rand.New(rand.NewPCG(3, 4))
 	for i := range 3000 {

@@ -74,6 +74,7 @@ func TestAutoChild(t *testing.T) {
 // TestAutoEnable runs TestAutoChild with TRACER_FILE set and checks the
 // file each way of ending leaves.
 func TestAutoEnable(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		mode   string
 		env    []string
@@ -89,6 +90,7 @@ func TestAutoEnable(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.mode+strings.Join(tc.env, ","), func(t *testing.T) {
+			t.Parallel() // a child that mostly waits
 			path := filepath.Join(t.TempDir(), "auto.json")
 			cmd := childtest.Command("TestAutoChild", autoChildEnv+"="+tc.mode, EnvFile+"="+path)
 			cmd.Env = append(cmd.Env, tc.env...)

@@ -64,6 +64,7 @@ func TestDeferredSpanCheck(t *testing.T) {
 // repository, examples and integrations included: `defer tracer.Span("x")`
 // compiles, and leaves a span that never ends (issue 11 item 1).
 func TestNoDeferredSpanWithoutCall(t *testing.T) {
+	t.Parallel()
 	files := 0
 	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
 		if err != nil {

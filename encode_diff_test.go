@@ -164,6 +164,7 @@ func randomEvent(rng *rand.Rand) diffEvent {
 // reference (the encoder before records became slots): the output must be
 // the same, byte for byte.
 func TestEncoderMatchesReference(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(1, 2))
 	const base = 12345
 	enc := newEncoder(processID, base) // one encoder throughout: its cache is under test too
@@ -212,6 +213,7 @@ func TestEncoderMatchesReference(t *testing.T) {
 // short form, times across milliseconds, and goroutine ids of every size.
 // TestEncoderMatchesReference gives the same path every kind of arg.
 func TestCompleteShortMatchesReference(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(5, 6))
 	const base = 12345
 	enc := newEncoder(processID, base)
@@ -300,6 +302,7 @@ func BenchmarkEncoder(b *testing.B) {
 // TestNumberFormatting checks the encoder's integer and time formatting
 // against strconv at every power-of-ten boundary and at random.
 func TestNumberFormatting(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(3, 4))
 	values := []uint64{0, 1, math.MaxUint64, math.MaxInt64, 1 << 63}
 	for p := uint64(1); p < math.MaxUint64/10; p *= 10 {

@@ -18,6 +18,7 @@ import (
 // process reads blocked for ever; it now gives up after the stop timeout
 // with an error that says why.
 func TestFIFOWithoutReader(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "trace.fifo")
 	require.NoError(t, syscall.Mkfifo(path, 0o600))
 	start := time.Now()

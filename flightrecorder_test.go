@@ -151,6 +151,7 @@ func TestFlightRecorderSpans(t *testing.T) {
 // so it drops nothing of a flood however small its buffers; drops (made
 // here as a stalled file sink would) show in its dumps.
 func TestFlightRecorderShowsDrops(t *testing.T) {
+	t.Parallel()
 	r := newFlightRecorder(t, FlightRecorderConfig{MaxEvents: 100_000}, WithBufferLimit(chunkBytes), withClock(newTestClock()))
 	const n = 50_000
 	for i := 0; i < n; i++ {

@@ -14,6 +14,7 @@ import (
 // inline into the caller; a change that pushes one over the inliner's
 // budget makes it a function call, which no other test would notice.
 func TestOffPathInlines(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the package")
 	}

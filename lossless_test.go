@@ -74,6 +74,7 @@ func TestLosslessWaitsForAStalledSink(t *testing.T) {
 // recovers must still let Close return within the stop timeout, and the
 // goroutine waiting to record must be let go.
 func TestLosslessCloseStaysBounded(t *testing.T) {
+	t.Parallel()
 	s, _ := newGateSink(t)
 	const timeout = 300 * time.Millisecond
 	tr := newTracerOn(t, s, WithLossless(), WithBufferLimit(chunkBytes), WithStopTimeout(timeout))
@@ -100,6 +101,7 @@ func TestLosslessCloseStaysBounded(t *testing.T) {
 // TestDropsReportedAtClose: a tracer that dropped events says so once, at
 // Close, through its error handler: how many, the share, and what to do.
 func TestDropsReportedAtClose(t *testing.T) {
+	t.Parallel()
 	s, _ := newGateSink(t)
 	var log collected
 	tr := newTracerOn(t, s, WithBufferLimit(chunkBytes), WithErrorHandler(log.handle))
@@ -172,6 +174,7 @@ func TestBuffersGrowAndShrink(t *testing.T) {
 // encodes, but while the sink keeps up its buffers stop at the soft mark
 // (softChunks), well below the limit. Nothing is dropped.
 func TestBuffersStopAtTheSoftMark(t *testing.T) {
+	t.Parallel()
 	spans := 1_000_000 // 61 MiB of records, twice the default limit
 	if testing.Short() || raceEnabled {
 		spans = 200_000
@@ -219,6 +222,7 @@ func TestBuffersStopAtTheSoftMark(t *testing.T) {
 // slowWrite, the buffers grow past the soft mark, towards the limit, and
 // every span reaches the file when the sink recovers.
 func TestBuffersGrowPastTheSoftMarkForASlowSink(t *testing.T) {
+	t.Parallel()
 	s, path := newGateSink(t)
 	tr := newTracerOn(t, s, WithLossless(), withClock(newTestClock()))
 	spans := 400_000 // 24 MiB of records
@@ -276,6 +280,7 @@ func countSpans(t *testing.T, path, name string) int {
 // span must reach the file, and nothing be dropped, however far the
 // goroutines outrun the flusher.
 func TestTightLoopsLoseNothing(t *testing.T) {
+	t.Parallel()
 	total := 200_000
 	if testing.Short() || raceEnabled {
 		total = 24_000
@@ -346,6 +351,7 @@ func TestCPUBoundPoolLosesNothing(t *testing.T) {
 // file with its end (there were 28 without one, which Perfetto drew nested
 // 16 deep though the program never nests).
 func TestNoSpanLeftOpen(t *testing.T) {
+	t.Parallel()
 	tr, path := newTestTracer(t)
 	var wg sync.WaitGroup
 	var spans [2]int

@@ -18,6 +18,7 @@ import (
 // the file, none is forgotten (issue 10 item 2: 7,712 of them vanished,
 // uncounted, past a bound of 16,384 open spans).
 func TestManyOpenSpans(t *testing.T) {
+	t.Parallel()
 	const n = 20000
 	tr, path := newTestTracer(t)
 	release := holdSpans(tr.Span, n)
@@ -44,6 +45,7 @@ func TestManyOpenSpans(t *testing.T) {
 // which the batch's buffer and the file sink's aligned copy then kept
 // (TestMillionOpenSpans measures that memory).
 func TestOldBeginsInBatches(t *testing.T) {
+	t.Parallel()
 	const n = 20000 // about 2 MB of B events: eight batches
 	w := &largestWrite{}
 	tr, err := NewWithWriter(w, withClock(newTestClock()))

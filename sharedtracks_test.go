@@ -217,6 +217,7 @@ func (discard) Write(p []byte) (int, error) { return len(p), nil }
 // TestLanesInEveryFile rotates a trace drawn on lanes: every file names
 // the lanes it holds events of, and nests on them.
 func TestLanesInEveryFile(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "lanes.json")
 	tr, err := New(path, WithLanes(), WithMaxFileSize(16<<10), withClock(newTestClock()))

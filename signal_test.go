@@ -140,8 +140,10 @@ func TestSignalStopsTrace(t *testing.T) {
 // shell's trap ” INT, nohup-style launchers): a SIGINT neither stops the
 // trace nor the program, which records on and closes its file itself.
 func TestIgnoredSignalIsIgnored(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []string{"SIGINT ignored", "SIGINT ignored by the parent"} {
 		t.Run(mode, func(t *testing.T) {
+			t.Parallel() // a child that mostly waits
 			path := filepath.Join(t.TempDir(), "trace.json")
 			cmd := childtest.Command("TestEndingChild")
 			if mode == "SIGINT ignored by the parent" {

@@ -57,6 +57,7 @@ func readClosedGzip(t testing.TB, path string) []event {
 }
 
 func TestGzipFile(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		file  string
@@ -327,6 +328,7 @@ func (s *pageSink) Close() error       { return nil }
 // followed by a filler across it (seen in TestCrashMatrix: "after member
 // 26: unexpected EOF").
 func TestGzipMembersKeepOffPageBoundaries(t *testing.T) {
+	t.Parallel()
 	out := &pageSink{}
 	g := newGzipSink(out, 1)
 	rng := rand.New(rand.NewPCG(1, 2))

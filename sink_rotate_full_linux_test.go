@@ -39,6 +39,7 @@ func fillDisk(t *testing.T, dir string) string {
 // strict JSON once terminated, each goroutine's spans nested with every E
 // after its B, and Stats must account for the events written.
 func TestRotationOnFullDisk(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, file string
 		maxSize    int64
@@ -147,6 +148,7 @@ func TestRotationOnFullDisk(t *testing.T) {
 // TestFlightRecorderWriteFileOnFullDisk: a dump that cannot be written
 // whole leaves the file it would replace as it was, and no file beside it.
 func TestFlightRecorderWriteFileOnFullDisk(t *testing.T) {
+	t.Parallel()
 	dir := childtest.Tmpfs(t, 8<<20)
 	path := filepath.Join(dir, "dump.json")
 	r := newFlightRecorder(t, FlightRecorderConfig{MaxEvents: 100_000})

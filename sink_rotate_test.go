@@ -84,6 +84,7 @@ func rotationWorkload(t *testing.T, tr *Tracer) int {
 }
 
 func TestRotation(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		file     string
@@ -401,6 +402,7 @@ func TestRotationKeepsTheNewestEvents(t *testing.T) {
 // New all through the rotations always gets ErrFileInUse, and every
 // rotated file is the first tracer's, whole.
 func TestRotationKeepsItsPath(t *testing.T) {
+	t.Parallel()
 	for _, file := range []string{"trace.json", "trace.json.gz"} {
 		t.Run(file, func(t *testing.T) {
 			dir := t.TempDir()

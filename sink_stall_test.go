@@ -173,6 +173,7 @@ func TestStalledSinkNeverBlocksRecording(t *testing.T) {
 // TestCloseOnStalledSinkIsBounded: Close gives up after the stop timeout
 // and finishes the file in the background once the sink recovers.
 func TestCloseOnStalledSinkIsBounded(t *testing.T) {
+	t.Parallel()
 	s, path := newGateSink(t)
 	const timeout = 200 * time.Millisecond
 	tr := newTracerOn(t, s, WithStopTimeout(timeout))
@@ -255,6 +256,7 @@ func TestFailingSinkRecovers(t *testing.T) {
 // kept aside and merged in time order; without that, the B drew a span to
 // the end of the trace over every later span of its goroutine.
 func TestSpanEndsAreNeverDropped(t *testing.T) {
+	t.Parallel()
 	s, path := newGateSink(t)
 	tr := newTracerOn(t, s, WithBufferLimit(chunkBytes), withClock(newTestClock()))
 	outer := tr.LongSpan("outer") // written as B at once

@@ -139,6 +139,7 @@ func TestLongSpanIsWrittenBeforeItEnds(t *testing.T) {
 }
 
 func TestNestingAcrossManyGoroutines(t *testing.T) {
+	t.Parallel()
 	tr, path := newTestTracer(t)
 	const goroutines, depth, reps = 16, 6, 50
 	var wg sync.WaitGroup
@@ -245,6 +246,7 @@ func TestLateEventsCounted(t *testing.T) {
 }
 
 func TestCloseWhileRecording(t *testing.T) {
+	t.Parallel()
 	tr, path := newTestTracer(t)
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -294,6 +296,7 @@ func TestCloseWhileRecording(t *testing.T) {
 // chunks, with the flusher's interval out of the way: recording must wait
 // for the encoder and the disk, and every event reach the file.
 func TestFullBuffersWaitNotDrop(t *testing.T) {
+	t.Parallel()
 	tr, path := newTestTracer(t, WithBufferLimit(chunkBytes))
 	const n = 200_000
 	for i := 0; i < n; i++ {

@@ -234,6 +234,7 @@ func TestUserCodeChild(t *testing.T) {
 // must end (a generous bound: a freeze never ends), and checks what it
 // wrote: strict JSON, nested, with every event the user code recorded.
 func TestUserCode(t *testing.T) {
+	t.Parallel()
 	for shape := range userCodeShapes {
 		t.Run(shape, func(t *testing.T) {
 			t.Parallel()

@@ -26,8 +26,9 @@ import (
 // ../shared/importers provides them (run its setup once per machine; CI
 // does). It skips when they are not set up, except in CI.
 
-// importersDir is where the importer commands are.
-func importersDir(t *testing.T) string {
+// requireImporters skips the test when the importers are not set up, or
+// fails it under CI, where they must be.
+func requireImporters(t *testing.T) {
 	dir := os.Getenv("TRACER_IMPORTERS")
 	if dir == "" {
 		dir = filepath.Join("..", "shared", "importers")
@@ -40,9 +41,6 @@ func importersDir(t *testing.T) string {
 		}
 		t.Skipf("the importers are not set up in %s: run %s/setup to check files with them", dir, dir)
 	}
-	abs, err := filepath.Abs(dir)
-	require.NoError(t, err)
-	return abs
 }
 
 // importerReport is the part of an importer's report the test reads.
@@ -97,24 +95,23 @@ func kinds(msgs []any) map[string]int {
 	return k
 }
 
-// runImporter runs one importer on files and returns its reports by file.
-func runImporter(t *testing.T, cmd string, files []string) map[string]importerReport {
+// loadReports loads files in both importers (tracecheck.Load) and returns
+// their reports by file: perfetto's, then catapult's.
+func loadReports(t *testing.T, files ...string) (perfetto, catapult map[string]importerReport) {
 	t.Helper()
-	out, err := exec.Command(cmd, append([]string{"--brief"}, files...)...).Output()
-	require.NoError(t, err, "%s: %s", cmd, out)
-	var reports []importerReport
-	if len(files) == 1 {
-		var r importerReport
-		require.NoError(t, json.Unmarshal(out, &r))
-		reports = append(reports, r)
-	} else {
-		require.NoError(t, json.Unmarshal(out, &reports))
+	p, c := tracecheck.Load(t, files...)
+	byFile := func(reps []tracecheck.Report) map[string]importerReport {
+		out := map[string]importerReport{}
+		for _, r := range reps {
+			data, err := json.Marshal(r)
+			require.NoError(t, err)
+			var typed importerReport
+			require.NoError(t, json.Unmarshal(data, &typed))
+			out[typed.File] = typed
+		}
+		return out
 	}
-	byFile := map[string]importerReport{}
-	for _, r := range reports {
-		byFile[r.File] = r
-	}
-	return byFile
+	return byFile(p), byFile(c)
 }
 
 // spin waits d without sleeping.
@@ -219,7 +216,7 @@ func readMaybeGzip(t *testing.T, path string) []byte {
 // that overlap), every async operation a slice, the counters.
 func TestFilesLoadInBothViewers(t *testing.T) {
 	t.Parallel() // its own tracers, child processes or importers: it mostly waits
-	dir := importersDir(t)
+	requireImporters(t)
 	out := t.TempDir()
 	var files []string
 	crashOnly := map[string]bool{} // catapult reads the first gzip member only
@@ -279,8 +276,7 @@ func TestFilesLoadInBothViewers(t *testing.T) {
 	files = append(files, streamPath)
 	require.GreaterOrEqual(t, len(files), 10)
 
-	perfetto := runImporter(t, filepath.Join(dir, "perfetto-check"), files)
-	catapult := runImporter(t, filepath.Join(dir, "catapult-check"), files)
+	perfetto, catapult := loadReports(t, files...)
 	// unexpected returns an importer's messages about file f by kind, less
 	// those a cut may cause in a file that holds part of the timeline.
 	unexpected := func(f string, msgs []any) map[string]int {
@@ -333,7 +329,7 @@ func TestFilesLoadInBothViewers(t *testing.T) {
 // in.
 func TestSubMicrosecondSiblingsAreFlat(t *testing.T) {
 	heavy(t) // two runs of the importers for one file
-	dir := importersDir(t)
+	requireImporters(t)
 	if raceEnabled {
 		t.Skip("spans take microseconds under the race detector")
 	}
@@ -360,9 +356,9 @@ func TestSubMicrosecondSiblingsAreFlat(t *testing.T) {
 	require.GreaterOrEqual(t, short, 5, "the premise: sub-microsecond spans")
 	tid := siblings[0].Tid
 
-	cat := runImporter(t, filepath.Join(dir, "catapult-check"), []string{path})[path]
+	pfs, cats := loadReports(t, path)
+	cat, pf := cats[path], pfs[path]
 	require.True(t, cat.OK, "%v", cat.Error)
-	pf := runImporter(t, filepath.Join(dir, "perfetto-check"), []string{path})[path]
 	require.True(t, pf.OK, "%v", pf.Error)
 	catDepth, pfDepth := -1, -1
 	for _, p := range cat.Processes {

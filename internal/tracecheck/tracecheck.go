@@ -9,12 +9,14 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/gotracer/tracer/internal/tracefile"
@@ -291,43 +293,65 @@ func Import(t testing.TB, paths ...string) (perfetto, catapult []Report) {
 
 // Load loads the files with both real importers and returns Perfetto's
 // and catapult's reports, one per file, whatever they say: a file an
-// importer refuses has "ok" false. It skips the test when the importers
-// are not set up.
+// importer refuses has "ok" false. The two run at the same time (each
+// mostly waits for its trace processor or its browser). It skips the test
+// when the importers are not set up.
 func Load(t testing.TB, paths ...string) (perfetto, catapult []Report) {
 	t.Helper()
-	return run(t, "perfetto-check", paths), run(t, "catapult-check", paths)
+	dir := importersOrSkip(t)
+	var wg sync.WaitGroup
+	var errs [2]error
+	wg.Go(func() { perfetto, errs[0] = run(dir, "perfetto-check", paths) })
+	wg.Go(func() { catapult, errs[1] = run(dir, "catapult-check", paths) })
+	wg.Wait()
+	require.NoError(t, errors.Join(errs[:]...))
+	return perfetto, catapult
 }
 
 // LoadPerfetto is Load with Perfetto's importer alone, which takes a
 // fraction of a second where catapult's starts Chromium.
 func LoadPerfetto(t testing.TB, paths ...string) []Report {
 	t.Helper()
-	return run(t, "perfetto-check", paths)
+	reps, err := run(importersOrSkip(t), "perfetto-check", paths)
+	require.NoError(t, err)
+	return reps
 }
 
-// run runs one importer's command on paths and returns its reports. It
-// skips the test when the importers are not set up.
-func run(t testing.TB, tool string, paths []string) []Report {
+// importersOrSkip returns the importers' directory, or skips the test
+// when they are not set up.
+func importersOrSkip(t testing.TB) string {
 	t.Helper()
 	dir := importers()
 	if dir == "" {
 		t.Skip("the real importers are not set up: run /work/shared/importers/setup (or set TRACER_IMPORTERS to its directory)")
 	}
+	return dir
+}
+
+// run runs the importer command tool of dir on paths and returns its
+// reports, one per path.
+func run(dir, tool string, paths []string) ([]Report, error) {
 	args := append([]string{"--brief"}, paths...)
 	out, err := exec.Command(filepath.Join(dir, tool), args...).Output()
 	var exit *exec.ExitError
 	if errors.As(err, &exit) && exit.ExitCode() == 1 {
 		err = nil // a file failed to load: its report says why
 	}
-	require.NoError(t, err, "%s failed: %s", tool, out)
-	if len(paths) == 1 {
-		var r Report
-		require.NoError(t, json.Unmarshal(out, &r))
-		return []Report{r}
+	if err != nil {
+		return nil, fmt.Errorf("%s failed: %w: %s", tool, err, out)
 	}
 	var reps []Report
-	require.NoError(t, json.Unmarshal(out, &reps))
-	return reps
+	if len(paths) == 1 {
+		var r Report
+		err = json.Unmarshal(out, &r)
+		reps = []Report{r}
+	} else {
+		err = json.Unmarshal(out, &reps)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: its report: %w", tool, err)
+	}
+	return reps, nil
 }
 
 // Totals returns a report's "totals" object.
