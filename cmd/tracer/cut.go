@@ -342,8 +342,8 @@ func (c *cutter) hold(k string, p pendingSpan, end int64, ev *tracefile.Event) {
 
 // flow follows an s, t or f event. One in the window is written; the
 // last of its flow before the window is written at the window's start,
-// and the first after it at its end, so that an arrow from or to a slice
-// across an edge of the window is kept.
+// and the first after it at its end (a nanosecond before), so that an
+// arrow from or to a slice across an edge of the window is kept.
 func (c *cutter) flow(ev *tracefile.Event) {
 	id := ev.Cat.String() + "\x00" + ev.Name.String() + "\x00" + string(ev.ID)
 	f := c.flows[id]
@@ -366,8 +366,12 @@ func (c *cutter) flow(ev *tracefile.Event) {
 		c.out.event(ev.Raw)
 	default:
 		if f.written && !f.after {
+			// A nanosecond before the window's end, inside the slices
+			// clipped to it: catapult binds an end to a slice whose start
+			// plus duration, added in floating point, is not below its ts,
+			// and that sum can fall a hair short of the edge.
 			f.after = true
-			c.out.event(c.retime(ev.Raw, ev.TSSpan, c.to))
+			c.out.event(c.retime(ev.Raw, ev.TSSpan, c.to-1))
 		}
 	}
 	if ev.Phase() == 'f' || ev.TS > c.to {
