@@ -28,7 +28,9 @@ func TestCrashChild(t *testing.T) {
 	go func() {
 		tr.SetGoroutineName("lifetime")
 		defer tr.Span("lifetime")() // open at every flush: written as B, never ended
-		workload(tr, 2, func() bool { tr.Flush(); return false })
+		// Paced, so that the file a kill leaves is a few megabytes, not
+		// the hundreds of megabytes a second an unpaced loop writes.
+		workload(tr, 2, func() bool { tr.Flush(); time.Sleep(20 * time.Millisecond); return false })
 	}()
 	for range 5 {
 		time.Sleep(25 * time.Millisecond)
