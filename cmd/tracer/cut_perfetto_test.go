@@ -16,38 +16,33 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// windowSlices asks trace_processor for the thread slices that show in
-// the window [from, to) (ns), clipped to it: name, thread, start,
-// duration, depth, one line each, sorted.
-func windowSlices(t *testing.T, path string, from, to int64) []string {
-	t.Helper()
-	q := fmt.Sprintf(`select s.name as name, t.tid as tid, max(s.ts, %[1]d) as ts,
-  min(case when s.dur < 0 then %[2]d else s.ts + s.dur end, %[2]d) - max(s.ts, %[1]d) as dur, s.depth as depth
-from slice s join thread_track tt on s.track_id = tt.id join thread t using (utid)
-where (s.dur = 0 and s.ts >= %[1]d and s.ts < %[2]d) or (s.dur != 0 and s.ts < %[2]d and (s.dur < 0 or s.ts + s.dur > %[1]d));`, from, to)
-	var rows []string
-	for _, r := range tracecheck.Query(t, path, q) {
-		rows = append(rows, fmt.Sprintf("%s tid %s [%s +%s] depth %s", r["name"], r["tid"], r["ts"], r["dur"], r["depth"]))
-	}
-	slices.Sort(rows)
-	return rows
-}
-
-// windowFlows asks trace_processor for the arrows between two slices
-// that show in the window: each end's name, clipped start and depth.
-func windowFlows(t *testing.T, path string, from, to int64) []string {
+// window asks trace_processor, in one run (its start costs more than the
+// queries), what shows in the window [from, to) (ns): the thread slices,
+// clipped to it (name, thread, start, duration, depth), and the arrows
+// between two slices that show in it (each end's name, clipped start and
+// depth), one line each, sorted.
+func window(t *testing.T, path string, from, to int64) (slicesIn, flowsIn []string) {
 	t.Helper()
 	in := func(s string) string {
 		return fmt.Sprintf(`((%[1]s.dur = 0 and %[1]s.ts >= %[2]d and %[1]s.ts < %[3]d) or (%[1]s.dur != 0 and %[1]s.ts < %[3]d and (%[1]s.dur < 0 or %[1]s.ts + %[1]s.dur > %[2]d)))`, s, from, to)
 	}
-	q := fmt.Sprintf(`select o.name as o, max(o.ts, %[1]d) as ots, o.depth as od, i.name as i, max(i.ts, %[1]d) as its, i.depth as id
-from flow f join slice o on f.slice_out = o.id join slice i on f.slice_in = i.id where %[2]s and %[3]s;`, from, in("o"), in("i"))
-	var rows []string
+	q := fmt.Sprintf(`select 'slice' as kind, printf('%%s tid %%d [%%d +%%d] depth %%d', s.name, t.tid, max(s.ts, %[1]d),
+    min(case when s.dur < 0 then %[2]d else s.ts + s.dur end, %[2]d) - max(s.ts, %[1]d), s.depth) as row
+  from slice s join thread_track tt on s.track_id = tt.id join thread t using (utid) where %[3]s
+union all
+select 'flow', printf('%%s@%%d/%%d -> %%s@%%d/%%d', o.name, max(o.ts, %[1]d), o.depth, i.name, max(i.ts, %[1]d), i.depth)
+  from flow f join slice o on f.slice_out = o.id join slice i on f.slice_in = i.id where %[4]s and %[5]s;`,
+		from, to, in("s"), in("o"), in("i"))
 	for _, r := range tracecheck.Query(t, path, q) {
-		rows = append(rows, fmt.Sprintf("%s@%s/%s -> %s@%s/%s", r["o"], r["ots"], r["od"], r["i"], r["its"], r["id"]))
+		if r["kind"] == "slice" {
+			slicesIn = append(slicesIn, r["row"])
+		} else {
+			flowsIn = append(flowsIn, r["row"])
+		}
 	}
-	slices.Sort(rows)
-	return rows
+	slices.Sort(slicesIn)
+	slices.Sort(flowsIn)
+	return slicesIn, flowsIn
 }
 
 // compareCut cuts [from, to] out of the trace at path (to 0: to the end)
@@ -74,7 +69,8 @@ func compareCutWith(t *testing.T, path string, from, to int64, rounded, kept boo
 	}
 	code, _, stderr := runCmd(args...)
 	require.Equal(t, 0, code, stderr)
-	want, got := windowSlices(t, path, from, to), windowSlices(t, out, from, to)
+	want, wantFlows := window(t, path, from, to)
+	got, gotFlows := window(t, out, from, to)
 	if rounded {
 		times := regexp.MustCompile(` \[\d+ \+\d+\]`)
 		for _, s := range []*[]string{&want, &got} {
@@ -85,7 +81,6 @@ func compareCutWith(t *testing.T, path string, from, to int64, rounded, kept boo
 		}
 	}
 	assert.Equal(t, want, got, "slices of [%d, %d] (%s)", from, to, path)
-	wantFlows, gotFlows := windowFlows(t, path, from, to), windowFlows(t, out, from, to)
 	if kept {
 		for _, f := range wantFlows {
 			assert.Contains(t, gotFlows, f, "an arrow of the window lost (%s)", path)
@@ -100,6 +95,7 @@ func compareCutWith(t *testing.T, path string, from, to int64, rounded, kept boo
 // order, zero-length slices, slices that start or end with their parent,
 // several processes, instants) and compares with trace_processor.
 func TestCutAgainstPerfetto(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	for _, name := range []string{"tracer", "tracer cut", "start order", "zero", "flush", "flush start", "recursion", "merged", "instants"} {
 		for seed := range uint64(3) {
@@ -138,6 +134,7 @@ func TestCutAgainstPerfetto(t *testing.T) {
 // colons, Node.js's "dur":0 on B and E, flows on B/E slices and from a
 // slice before the window, spans nested across both edges.
 func TestCutOtherTools(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	files := map[string]string{
 		"spaces": `[
@@ -187,6 +184,7 @@ func TestCutOtherTools(t *testing.T) {
 // TestCutPastTheEnd: a window that starts after the trace's last event
 // is an error, not an empty trace.
 func TestCutPastTheEnd(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path := writeFile(t, dir, "t.json", "[\n"+ev+"\n]\n")
 	out := filepath.Join(dir, "out.json")

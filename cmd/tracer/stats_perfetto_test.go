@@ -71,6 +71,7 @@ var statsShapes = map[string]shape{
 // tracks with what trace_processor's slice table holds, on random traces
 // of every shape.
 func TestStatsAgainstPerfetto(t *testing.T) {
+	t.Parallel()
 	compareShapes(t, 4)
 }
 
@@ -123,9 +124,18 @@ func compareStats(t *testing.T, path string, tolerance int64, open bool) {
 		require.NoError(t, err, s)
 		return n
 	}
+	// One run of trace_processor for both questions: its start costs more
+	// than the queries.
+	both := `select 'name' as kind, name, n, total, self, 0 as busy from (` + strings.TrimSuffix(perfettoNames, ";") +
+		`) union all select 'track', '', n, 0, 0, busy from (` + strings.TrimSuffix(perfettoTracks, ";") + `);`
 	want := map[string][3]int64{}
-	for _, row := range tracecheck.Query(t, path, perfettoNames) {
-		want[row["name"]] = [3]int64{num(row["n"]), num(row["total"]), num(row["self"])}
+	var wantTracks [][2]int64
+	for _, row := range tracecheck.Query(t, path, both) {
+		if row["kind"] == "name" {
+			want[row["name"]] = [3]int64{num(row["n"]), num(row["total"]), num(row["self"])}
+		} else {
+			wantTracks = append(wantTracks, [2]int64{num(row["n"]), num(row["busy"])})
+		}
 	}
 	have := map[string][3]int64{}
 	for _, s := range got.Spans {
@@ -141,10 +151,7 @@ func compareStats(t *testing.T, path string, tolerance int64, open bool) {
 	assert.Equal(t, want, have, "per name: count, total, self (%s)", path)
 	// Tracks by their numbers: Perfetto shows a pid or tid of its own
 	// for some (a string hashed, tid 0 as the pid, a negative pid as 0).
-	var wantTracks, haveTracks [][2]int64
-	for _, row := range tracecheck.Query(t, path, perfettoTracks) {
-		wantTracks = append(wantTracks, [2]int64{num(row["n"]), num(row["busy"])})
-	}
+	var haveTracks [][2]int64
 	for _, tr := range got.Tracks {
 		haveTracks = append(haveTracks, [2]int64{tr.Slices, tr.Busy})
 	}
@@ -164,6 +171,7 @@ func compareStats(t *testing.T, path string, tolerance int64, open bool) {
 // TestStatsCorpusAgainstPerfetto compares stats with trace_processor on
 // the files of other tools' making that Perfetto loads.
 func TestStatsCorpusAgainstPerfetto(t *testing.T) {
+	t.Parallel()
 	data, err := os.ReadFile(filepath.Join(corpusDir, "verdicts.json"))
 	require.NoError(t, err)
 	var verdicts map[string]verdict
@@ -193,6 +201,7 @@ func TestStatsReplayAgainstPerfetto(t *testing.T) {
 // out of order at or before that ts (anywhere after, a metadata event
 // without ts, which counts as 0, included): then it takes the E first.
 func TestStatsTiesAgainstPerfetto(t *testing.T) {
+	t.Parallel()
 	const tie = `{"name":"x","ph":"B","ts":5,"pid":1,"tid":1},
 {"name":"y","ph":"B","ts":10,"pid":1,"tid":1},
 {"name":"x","ph":"E","ts":10,"pid":1,"tid":1},
@@ -219,6 +228,7 @@ func TestStatsTiesAgainstPerfetto(t *testing.T) {
 // (a new one if none), and nests in it the slices that begin inside it
 // there.
 func TestStatsOverlapAgainstPerfetto(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	for name, text := range map[string]string{
 		"one": `{"name":"A","ph":"X","ts":10,"dur":10,"pid":1,"tid":1},
@@ -248,6 +258,7 @@ func TestStatsOverlapAgainstPerfetto(t *testing.T) {
 // the ways of Perfetto's slice tracker that a stream cannot follow,
 // which stats replays (internal/trace/exact.go).
 func TestStatsTangledAgainstPerfetto(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	for name, text := range map[string]string{
 		// y@3, cut at 4 by the E of x, is gone when the E of y comes:
