@@ -20,6 +20,7 @@ const ev = `{"name":"a","ph":"X","ts":1,"dur":1,"pid":1,"tid":1}`
 // TestCheckBroken runs check on a hand-made file for every problem it
 // names, and checks the line and kind of what it reports.
 func TestCheckBroken(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		content string
@@ -90,6 +91,7 @@ func TestCheckBroken(t *testing.T) {
 // tracer package writes them but that both viewers load whole: check
 // must find nothing.
 func TestCheckAccepts(t *testing.T) {
+	t.Parallel()
 	tests := map[string]string{
 		"pretty-printed":           "[\n  {\n    \"name\": \"a\",\n    \"ph\": \"X\",\n    \"ts\": 1,\n    \"dur\": 2,\n    \"pid\": 1,\n    \"tid\": 1\n  }\n]",
 		"white space first":        strings.Repeat(" ", 100) + "[" + ev + "]",
@@ -124,6 +126,7 @@ func itoa(n int) string { return strconv.Itoa(n) }
 // short, the file of a killed process) may also hold flow events whose enclosing span ends after its
 // end, which the viewers draw without an arrow: check says so.
 func TestCheckLibraryFiles(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	rotated := generate(t, filepath.Join(dir, "rot.json"), 256<<10, tracer.WithMaxFileSize(64<<10))
 	rotatedSet, err := filepath.Glob(filepath.Join(dir, "rot.*.json"))
@@ -174,6 +177,7 @@ func cut(t *testing.T, path string) string {
 }
 
 func TestUsage(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	good := writeFile(t, dir, "good.json", "[\n"+ev+"\n]\n")
 	for _, tt := range []struct {
@@ -214,6 +218,7 @@ func TestUsage(t *testing.T) {
 // that, not "negative"; args nested past what catapult reads are a
 // problem, and past encoding/json's 10,000 levels still JSON.
 func TestCheckTimesAndDepths(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	deep := func(n int) string {
 		return `{"name":"x","ph":"X","ts":1,"dur":1,"pid":1,"tid":1,"args":{"a":` + strings.Repeat(`{"b":`, n) + "1" + strings.Repeat("}", n) + "}}"

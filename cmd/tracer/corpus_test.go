@@ -72,6 +72,7 @@ func verdictOf(perfetto, catapult tracecheck.Report) verdict {
 // of. Where the importers are set up, the recorded verdicts are checked
 // against them first. The agreement must be 95% at least.
 func TestOtherToolsCorpus(t *testing.T) {
+	t.Parallel()
 	paths, err := filepath.Glob(filepath.Join(corpusDir, "*.json"))
 	require.NoError(t, err)
 	require.NotEmpty(t, paths)

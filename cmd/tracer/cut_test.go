@@ -44,6 +44,7 @@ func cutSource(t *testing.T) string {
 // their names, each counter has its value at the window's start, and both
 // viewers load the cut.
 func TestCut(t *testing.T) {
+	t.Parallel()
 	src := cutSource(t)
 	evs := tracecheck.Read(t, src)
 	var first, last float64 = 1e18, 0
@@ -90,6 +91,7 @@ func TestCut(t *testing.T) {
 // TestCutFilters keeps one goroutine, or one name, and refuses a window
 // that ends before it starts.
 func TestCutFilters(t *testing.T) {
+	t.Parallel()
 	src := cutSource(t)
 	dir := t.TempDir()
 	out := filepath.Join(dir, "inner.json")

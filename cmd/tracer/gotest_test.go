@@ -18,6 +18,7 @@ import (
 // writes into another's), and tracer merge joins them into one trace with
 // a process per package.
 func TestGoTestWithTracerFile(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs go test on a module of two packages")
 	}
@@ -45,6 +46,7 @@ import (
 )
 
 func TestWork(t *testing.T) {
+	t.Parallel()
 	defer tracer.Stop()
 	for range 10 {
 		tracer.Span("`+pkg+` work")()

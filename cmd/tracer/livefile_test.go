@@ -49,6 +49,7 @@ func TestLiveChild(t *testing.T) {
 // one renamed over it), so that every span the program records after
 // reaches the file.
 func TestLiveFileRefused(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "live.json")
 	other := writeFile(t, dir, "other.json", "[\n"+ev+"\n]\n")

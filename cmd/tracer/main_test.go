@@ -42,6 +42,7 @@ func TestFlagsAfterFiles(t *testing.T) {
 
 // TestVersion prints the module and the Go version from the build info.
 func TestVersion(t *testing.T) {
+	t.Parallel()
 	code, stdout, _ := runCmd("version")
 	require.Equal(t, 0, code)
 	assert.True(t, strings.HasPrefix(stdout, "tracer "), stdout)
@@ -76,6 +77,7 @@ func TestMergeSameFileTwice(t *testing.T) {
 // spans still open at its end, and stats counts those spans to the end of
 // the trace rather than leaving them out.
 func TestCutFileReported(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	cut := writeFile(t, dir, "cut.json", "[\n"+
 		`{"name":"request","ph":"B","ts":10,"pid":1,"tid":1},`+"\n"+

@@ -73,6 +73,7 @@ func find(t *testing.T, evs []map[string]any, ph, name string) map[string]any {
 // started 30ms apart: the second's pid is remapped, its clock shifted by
 // the difference of the anchors.
 func TestMergeProcesses(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	a, b := filepath.Join(dir, "a.json"), filepath.Join(dir, "b.json.gz")
 	record(t, a, "in a")
@@ -122,6 +123,7 @@ func TestMergeProcesses(t *testing.T) {
 // top, is in the merged trace once. Another trace of the same process,
 // given first, keeps the pid: the rotated files all get one new pid.
 func TestMergeRotated(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	other := filepath.Join(dir, "other.json")
 	record(t, other, "elsewhere")
@@ -169,6 +171,7 @@ func TestMergeRotated(t *testing.T) {
 // TestMergeOffset merges files of another producer, without anchors,
 // shifting one by -offset: pids are kept apart all the same.
 func TestMergeOffset(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	a := writeFile(t, dir, "a.json", `[{"name":"x","ph":"X","ts":1,"dur":2,"pid":7,"tid":1}]`)
 	b := writeFile(t, dir, "b.json", `{"traceEvents":[{"name":"y","ph":"X","ts":1.5,"dur":2,"pid":7,"tid":1}]}`)
@@ -189,6 +192,7 @@ func TestMergeOffset(t *testing.T) {
 // TestMergeRefusesCopy: a byte-identical copy of a file, under another
 // name, is the same events twice; -f merges it anyway.
 func TestMergeRefusesCopy(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	a := generate(t, filepath.Join(dir, "a.json"), 300<<10)
 	data, err := os.ReadFile(a)

@@ -72,6 +72,7 @@ func TestHTTPServerChild(t *testing.T) {
 // in both importers, that every request's arrow goes from the client's
 // span to the server's span of that request, bound at both ends.
 func TestMergeBindsHTTP(t *testing.T) {
+	t.Parallel()
 	const requests = 12
 	dir := t.TempDir()
 	clientPath, serverPath := filepath.Join(dir, "client.json"), filepath.Join(dir, "server.json")
@@ -250,6 +251,7 @@ func spansOf(t *testing.T, evs []map[string]any) []boundSpan {
 // TestMergeLinkArgs checks which events merge binds: spans (X, B) with a
 // valid traceparent.out or traceparent.in, and no other.
 func TestMergeLinkArgs(t *testing.T) {
+	t.Parallel()
 	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 	tests := []struct {
 		name, event, want string // want: the fields added, "" for none

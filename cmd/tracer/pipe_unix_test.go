@@ -38,6 +38,7 @@ func fifo(t *testing.T, dir, name string, data []byte) string {
 // bytes in a file, plain and gzip: merge anchors its files from their
 // first events, stats replays a track nested too deep for a stream.
 func TestPipesAsFiles(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	var deep strings.Builder
 	deep.WriteString("[\n")

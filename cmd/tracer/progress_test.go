@@ -9,6 +9,7 @@ import (
 )
 
 func TestProgress(t *testing.T) {
+	t.Parallel()
 	// Under go test, standard error is not a terminal: no bar, whatever
 	// the size; nor for a small input, nor with -q.
 	assert.Nil(t, newProgress("f", 1<<30, false, nil))

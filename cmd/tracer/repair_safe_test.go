@@ -18,6 +18,7 @@ import (
 // a trace that needs nothing stays byte for byte, the tracer's own
 // closed files (object form) included.
 func TestRepairNeverShrinksWhatItDoesNotKnow(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ownPath := filepath.Join(dir, "own.json")
 	tr, err := tracer.New(ownPath)
@@ -52,6 +53,7 @@ func TestRepairNeverShrinksWhatItDoesNotKnow(t *testing.T) {
 // catapult reads and Perfetto refuses, is reported by check and repaired
 // into one both load.
 func TestRepairByteOrderMark(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path := writeFile(t, dir, "bom.json", "\xef\xbb\xbf[\n"+ev+",\n"+ev+",\n")
 	code, stdout, _ := runCmd("check", path)
@@ -67,6 +69,7 @@ func TestRepairByteOrderMark(t *testing.T) {
 // TestRepairKeepsSymlinks repairs a trace through a symlink: the symlink
 // stays, the file it names is repaired, with its mode.
 func TestRepairKeepsSymlinks(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	target := writeFile(t, dir, "real.json", "[\n"+ev+",\n{\"na")
 	require.NoError(t, os.Chmod(target, 0o640))

@@ -56,6 +56,7 @@ func count(evs []map[string]any, ph, name string) int {
 }
 
 func TestRepairTorn(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	in := writeFile(t, dir, "torn.json", "[\n"+ev+"\n"+ev+",\n"+`{"name":"a","ph":"X","ts":1,"du`)
 	before, err := os.ReadFile(in)
@@ -80,6 +81,7 @@ func TestRepairTorn(t *testing.T) {
 }
 
 func TestRepairInPlace(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	in := writeFile(t, dir, "t.json", "[\n"+ev+",\n"+`{"name":"caf`+"\xff"+`","ph":"i","ts":1,"pid":1,"tid":1},`+"\n"+`{"na`)
 	st, err := os.Stat(in)
@@ -101,6 +103,7 @@ func TestRepairInPlace(t *testing.T) {
 // TestRepairCrashed repairs the files of a process killed by SIGKILL, plain
 // and gzip, and loads the results in both real importers.
 func TestRepairCrashed(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	plain := crashed(t, filepath.Join(dir, "crashed.json"))
 	gz := crashed(t, filepath.Join(dir, "crashed.json.gz"))
@@ -137,6 +140,7 @@ func TestRepairCrashed(t *testing.T) {
 // it), each with an e that both viewers pair with its b: same name,
 // category, scope and id, id2.local or id as the b had it.
 func TestRepairClosesOpenAsyncs(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	in := writeFile(t, dir, "cut.json", "[\n"+
 		`{"name":"upload","cat":"io","ph":"b","ts":10,"pid":7,"tid":3,"id2":{"local":"0x2eb"}},`+"\n"+
@@ -231,6 +235,7 @@ func importers(t *testing.T, files ...string) {
 // keeps every event, as strict JSON, and Perfetto finds the same slices
 // in it as in the input.
 func TestRepairKeepsWhatPerfettoReads(t *testing.T) {
+	t.Parallel()
 	x := func(name string, ts int, args string) string {
 		return `{"name":"` + name + `","ph":"X","ts":` + itoa(ts) + `,"dur":1,"pid":1,"tid":1` + args + `}`
 	}
@@ -267,6 +272,7 @@ func TestRepairKeepsWhatPerfettoReads(t *testing.T) {
 // making that Perfetto loads, and checks that Perfetto finds in the
 // repaired file every slice it found in the file itself.
 func TestRepairCorpusKeepsPerfettoSlices(t *testing.T) {
+	t.Parallel()
 	data, err := os.ReadFile(filepath.Join(corpusDir, "verdicts.json"))
 	require.NoError(t, err)
 	var verdicts map[string]verdict
@@ -292,6 +298,7 @@ func TestRepairCorpusKeepsPerfettoSlices(t *testing.T) {
 // boundary with its array open, which repair -i closes (the README's
 // use), rather than calling it nothing to repair.
 func TestRepairInPlaceCrashed(t *testing.T) {
+	t.Parallel()
 	path := crashed(t, filepath.Join(t.TempDir(), "killed.json"))
 	before, err := os.ReadFile(path)
 	require.NoError(t, err)
@@ -316,6 +323,7 @@ func terminated(data []byte) []byte {
 // (Chromium's systemTraceEvents, which both viewers read, its metadata)
 // are kept beside the repaired events.
 func TestRepairKeepsSystemTraceEvents(t *testing.T) {
+	t.Parallel()
 	sys := `# tracer: nop\n#\n           app-1234  [000] ...1   100.000000: tracing_mark_write: B|1234|work\n           app-1234  [000] ...1   100.001000: tracing_mark_write: E|1234\n`
 	in := writeFile(t, t.TempDir(), "chrome.json", `{"traceEvents": [`+"\n"+
 		`{"name": "a", "ph": "X", "ts": 0, "dur": 5, "pid": 1, "tid": 1},`+"\n"+
@@ -344,6 +352,7 @@ func TestRepairKeepsSystemTraceEvents(t *testing.T) {
 // before a B of its ts, which would leave the slice open), and spans
 // open around it end no earlier.
 func TestRepairCloseOpenAtLastTS(t *testing.T) {
+	t.Parallel()
 	for _, ts := range []string{"20", "1800000000000000"} { // relative, and absolute microseconds
 		t.Run(ts, func(t *testing.T) {
 			in := writeFile(t, t.TempDir(), "open.json", "[\n"+

@@ -19,6 +19,7 @@ import (
 // TestStatsHandMade checks every number stats prints on a file small
 // enough to work out by hand.
 func TestStatsHandMade(t *testing.T) {
+	t.Parallel()
 	path := writeFile(t, t.TempDir(), "t.json", `[
 {"name":"process_name","ph":"M","pid":1,"tid":0,"args":{"name":"p","ts0_unix_ns":1000000000000}},
 {"name":"thread_name","ph":"M","pid":1,"tid":2,"args":{"name":"worker"}},
@@ -84,6 +85,7 @@ func roundQuantiles(spans []SpanStats) []SpanStats {
 // sort and a stack, percentiles within the sketch's error; per track,
 // busy time as the union of its slices.
 func TestStatsLibraryFile(t *testing.T) {
+	t.Parallel()
 	path := generate(t, filepath.Join(t.TempDir(), "lib.json"), 4<<20)
 	got, err := computeStats(path, true)
 	require.NoError(t, err)
@@ -156,6 +158,7 @@ func TestStatsLibraryFile(t *testing.T) {
 // TestNamesThatHoldIds checks what check and stats say of a file whose
 // span names hold ids: a note, not a problem, and one row for them all.
 func TestNamesThatHoldIds(t *testing.T) {
+	t.Parallel()
 	var b strings.Builder
 	b.WriteString("[\n")
 	const n = 12_000
@@ -185,6 +188,7 @@ func TestNamesThatHoldIds(t *testing.T) {
 // 600 deep, Perfetto drops the innermost 88 B events, and their E events
 // end the innermost B events it kept, 88 levels too soon.
 func TestStatsTooDeep(t *testing.T) {
+	t.Parallel()
 	var b strings.Builder
 	b.WriteString("[\n")
 	const n = 600
@@ -231,6 +235,7 @@ func TestStatsTooDeep(t *testing.T) {
 // TestStatsInfinity: a counter value Perfetto reads as infinite (strtod
 // takes "inf") is printed by -json as "+Inf", not a failure.
 func TestStatsInfinity(t *testing.T) {
+	t.Parallel()
 	path := writeFile(t, t.TempDir(), "inf.json", "[\n"+
 		`{"name":"c","ph":"C","ts":1,"pid":1,"args":{"v":"inf"}},`+"\n"+
 		`{"name":"c","ph":"C","ts":2,"pid":1,"args":{"v":"-inf"}},`+"\n"+
@@ -249,6 +254,7 @@ func TestStatsInfinity(t *testing.T) {
 // toolchain's) gets its time range as the file's ts, not as durations
 // from ts 0 that read "1800000000s to 1800000000s".
 func TestStatsAbsoluteTimeRange(t *testing.T) {
+	t.Parallel()
 	path := writeFile(t, t.TempDir(), "abs.json", "[\n"+
 		`{"name":"a","ph":"X","ts":1795767407455819.5,"dur":38000000,"pid":1,"tid":1}`+"\n]\n")
 	code, stdout, stderr := runCmd("stats", path)

@@ -162,6 +162,7 @@ func checkSays(t *testing.T, path string) (perfetto, catapult []string, counts m
 // importers report: whether each loads the file, and the names of the
 // import errors (Perfetto) and warnings (catapult) it reports.
 func TestCheckToolsAgainstViewers(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("loads 40 files in both importers")
 	}
@@ -195,6 +196,7 @@ from counter c join counter_track t on c.track_id = t.id group by t.id;`
 // busy time (comparePerfetto), and per counter series its samples, least
 // and greatest values.
 func TestStatsToolsAgainstPerfetto(t *testing.T) {
+	t.Parallel()
 	for _, f := range toolFiles(t, t.TempDir(), 1) {
 		if strings.HasSuffix(f.name, "gzip cut") || f.cut && firstByte(t, f.path) == '{' {
 			continue // neither viewer loads it
@@ -247,6 +249,7 @@ func firstByte(t *testing.T, path string) byte {
 // bind more (trace_processor binds a flow event to a slice that ended
 // before it, which in the window may be another).
 func TestCutToolsAgainstPerfetto(t *testing.T) {
+	t.Parallel()
 	for _, f := range toolFiles(t, t.TempDir(), 1) {
 		if !strings.HasSuffix(f.name, " plain") {
 			continue
@@ -265,6 +268,7 @@ func TestCutToolsAgainstPerfetto(t *testing.T) {
 // holds every slice trace_processor shows of the cut one (where it loads
 // it), and none the uncut file does not have.
 func TestRepairToolsAgainstPerfetto(t *testing.T) {
+	t.Parallel()
 	const q = "select name, ts from slice order by ts, name;"
 	files := toolFiles(t, t.TempDir(), 1)
 	whole := map[string]string{}

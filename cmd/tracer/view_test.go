@@ -53,6 +53,7 @@ func request(t *testing.T, method, url, host string) *http.Response {
 // refuses other paths and other host names, serves it again (a reloaded
 // tab), and stops on Ctrl-C. The bytes it served load in trace_processor.
 func TestViewServesTheFile(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path := writeFile(t, dir, "my trace.json", "[\n"+ev+",\n"+ev+"\n]\n")
 	v, done, stop := startViewer(t, path, 0)
@@ -113,6 +114,7 @@ func TestViewServesTheFile(t *testing.T) {
 // TestViewNames: a file name with characters that mean something in a
 // URL is served under a name the printed URL needs no escaping for.
 func TestViewNames(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	for _, name := range []string{"a&b.json", "a#b.json", "a?b.json", "100%.json", "a+b c.json"} {
 		path := writeFile(t, dir, name, "[\n"+ev+"\n]\n")
@@ -132,6 +134,7 @@ func TestViewNames(t *testing.T) {
 // download half read; and with no request for the idle time it stops by
 // itself.
 func TestViewStalledClient(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path := writeFile(t, dir, "big.json", "[\n"+strings.Repeat(ev+",\n", 200_000)+ev+"\n]\n")
 	v, done, stop := startViewer(t, path, 0)
@@ -204,6 +207,7 @@ func TestViewCommand(t *testing.T) {
 }
 
 func TestViewSizeWarning(t *testing.T) {
+	t.Parallel()
 	assert.Empty(t, sizeWarning("t.json", browserLimit))
 	w := sizeWarning("big.json", 3<<30)
 	assert.Contains(t, w, "big.json is 3072 MiB")
