@@ -1,0 +1,162 @@
+package tracedebug
+
+import (
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/gotracer/tracer"
+	"go.uber.org/atomic"
+)
+
+// MaxSeconds is the longest capture /debug/tracer/trace takes.
+const MaxSeconds = 300
+
+// defaultSeconds is a capture's length when the request names none.
+const defaultSeconds = 5
+
+// stopTimeout bounds how long the end of a capture waits for a client
+// that does not read: past it, the response is cut.
+const stopTimeout = 2 * time.Second
+
+// capturing is set while a capture runs: one at a time.
+var capturing atomic.Bool
+
+// serveTrace answers with a trace of the next seconds: see the package doc.
+func serveTrace(w http.ResponseWriter, r *http.Request) {
+	secs, err := seconds(r)
+	if err != nil {
+		http.Error(w, "tracedebug: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	d := time.Duration(secs * float64(time.Second))
+	if srv, ok := r.Context().Value(http.ServerContextKey).(*http.Server); ok && srv.WriteTimeout > 0 && srv.WriteTimeout <= d {
+		http.Error(w, fmt.Sprintf("tracedebug: a capture of %v exceeds the server's WriteTimeout (%v): ask for less", d, srv.WriteTimeout), http.StatusBadRequest)
+		return
+	}
+	if !capturing.CompareAndSwap(false, true) {
+		http.Error(w, "tracedebug: a capture is running: one at a time", http.StatusConflict)
+		return
+	}
+	defer capturing.Store(false)
+	if tracer.Enabled() {
+		http.Error(w, alreadyTracing, http.StatusConflict)
+		return
+	}
+
+	gz := r.URL.Query().Get("gzip") == "1"
+	s := &stream{w: w, rc: http.NewResponseController(w)}
+	opts := []tracer.Option{
+		tracer.WithErrorHandler(func(error) {}), // a client gone: nothing to tell the program
+		tracer.WithStopTimeout(stopTimeout),
+	}
+	if gz {
+		opts = append(opts, tracer.WithGzip(gzip.DefaultCompression))
+	}
+	tr, err := tracer.NewWithWriter(s, opts...) // its head waits in s until it is the default
+	if err != nil {
+		http.Error(w, "tracedebug: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	if err := tracer.SetDefault(tr); err != nil {
+		_ = tr.Close()
+		if errors.Is(err, tracer.ErrStarted) {
+			http.Error(w, alreadyTracing, http.StatusConflict)
+		} else {
+			http.Error(w, "tracedebug: "+err.Error(), http.StatusInternalServerError)
+		}
+		return
+	}
+
+	attachment(w.Header(), "trace", gz)
+	s.open()
+
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+	case <-r.Context().Done(): // the client went away
+	}
+	// Close writes the spans still open as B events and ends the trace,
+	// and clears the default tracer. A client that stopped reading makes
+	// it give up after stopTimeout; the write under way is then cut, so
+	// that nothing writes to w once the handler returns.
+	if err := tr.Close(); err != nil {
+		_ = s.rc.SetWriteDeadline(time.Now())
+	}
+	s.shut()
+}
+
+// alreadyTracing is the answer to a capture while the default tracer runs.
+const alreadyTracing = "tracedebug: the program's default tracer is running already (tracer.Start, TRACER_FILE, a flight recorder or tracetest): " +
+	"its trace holds this window; cut it out of that file with tracer cut, or see /recent"
+
+// seconds reads the request's seconds parameter.
+func seconds(r *http.Request) (float64, error) {
+	v := r.URL.Query().Get("seconds")
+	if v == "" {
+		return defaultSeconds, nil
+	}
+	s, err := strconv.ParseFloat(v, 64)
+	if err != nil || math.IsNaN(s) || s <= 0 || s > MaxSeconds {
+		return 0, fmt.Errorf("seconds=%q: want a number of seconds above 0, at most %d", v, MaxSeconds)
+	}
+	return s, nil
+}
+
+// A stream is the capture's tracer's writer: the response, once open.
+// Until then it holds what the tracer writes (the trace's head, written
+// when the tracer is made), so that no byte goes out before the tracer is
+// known to be the default; after shut it writes nothing, since the
+// handler has returned.
+type stream struct {
+	mu   sync.Mutex
+	w    http.ResponseWriter
+	rc   *http.ResponseController
+	held []byte
+	live bool // open was called: writes go to w
+	done bool // shut was called: writes fail
+}
+
+func (s *stream) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.done:
+		return 0, io.ErrClosedPipe
+	case !s.live:
+		s.held = append(s.held, p...)
+		return len(p), nil
+	}
+	n, err := s.w.Write(p)
+	if err == nil {
+		err = s.rc.Flush() // streamed: the client sees each flush
+	}
+	return n, err
+}
+
+// open sends what is held, and what comes next as it comes.
+func (s *stream) open() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.live = true
+	if len(s.held) > 0 {
+		if _, err := s.w.Write(s.held); err == nil {
+			_ = s.rc.Flush()
+		}
+		s.held = nil
+	}
+}
+
+// shut makes every later write fail, once the one under way returns.
+func (s *stream) shut() {
+	s.mu.Lock()
+	s.done = true
+	s.mu.Unlock()
+}

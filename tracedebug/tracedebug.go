@@ -1,0 +1,85 @@
+// Package tracedebug serves traces of a running program over HTTP, the way
+// net/http/pprof serves its profiles: a trace of the next few seconds on
+// demand, and the last seconds a flight recorder kept.
+//
+// # Quick start
+//
+// Import the package for its side effect, which registers its handlers on
+// http.DefaultServeMux under /debug/tracer/, and serve that mux on a port
+// of its own, bound to localhost:
+//
+//	import _ "github.com/gotracer/tracer/tracedebug"
+//
+//	go func() { log.Println(http.ListenAndServe("localhost:6060", nil)) }()
+//
+// Then, from the machine (or through `ssh -L 6060:localhost:6060 host`):
+//
+//	tracer view http://localhost:6060/debug/tracer/trace?seconds=5
+//	curl -o trace.json 'http://localhost:6060/debug/tracer/trace?seconds=5'
+//
+// A program that serves other muxes mounts Handler where it wants it,
+// behind its own authentication:
+//
+//	mux.Handle("/debug/tracer/", tracedebug.Handler())
+//
+// # The handlers
+//
+//   - /debug/tracer/ is an index of the two below, with a form for a
+//     capture and a button that opens it in ui.perfetto.dev.
+//   - /debug/tracer/trace?seconds=N answers with a trace of the next N
+//     seconds (5 by default, at most MaxSeconds; fractions allowed), streamed
+//     as it is recorded; gzip=1 compresses it. The program records into it
+//     through the package-level functions of package tracer (tracer.Span,
+//     tracehttp, traceslog...): while nothing is captured they cost what they
+//     cost with tracing off, one atomic load a call. Spans open when the
+//     capture ends are in it with their start, drawn to its end; spans begun
+//     before it started are not (nothing was recorded then). One capture runs
+//     at a time: a second gets 409 Conflict, and so does a capture of a
+//     program whose default tracer already runs (tracer.Start, TRACER_FILE,
+//     tracetest): read that trace instead (tracer cut cuts a window out of
+//     it). While a capture runs, tracer.Start and tracer.SetDefault return
+//     tracer.ErrStarted. A client that goes away ends the capture, and a
+//     client that reads too slowly makes the capture drop events, which the
+//     trace's drop counter shows, rather than hold memory or slow the program.
+//   - /debug/tracer/recent answers with the window of the flight recorder
+//     given to SetFlightRecorder (gzip=1 compresses it), or says how to set
+//     one up.
+//
+// # What a trace exposes
+//
+// A trace holds the names and args of the program's spans, instants and
+// counters, its goroutines' names, and its process name: whatever the
+// program records, request paths and ids included, as a profile holds
+// function names. Serve these handlers only to the people who may see
+// that: on a listener bound to localhost, or behind the program's own
+// authentication.
+package tracedebug
+
+import (
+	"net/http"
+	"strings"
+)
+
+func init() {
+	http.Handle("/debug/tracer/", Handler())
+}
+
+// Handler returns the handler of the index, /trace and /recent, which
+// serves them under any prefix that ends with a slash: mount it at
+// "/debug/tracer/", or at another prefix with http.StripPrefix.
+func Handler() http.Handler { return handler{} }
+
+type handler struct{}
+
+func (handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch name := r.URL.Path[strings.LastIndexByte(r.URL.Path, '/')+1:]; name {
+	case "":
+		serveIndex(w, r)
+	case "trace":
+		serveTrace(w, r)
+	case "recent":
+		serveRecent(w, r)
+	default:
+		http.Error(w, "tracedebug: no "+name+" here: see the index at ./", http.StatusNotFound)
+	}
+}

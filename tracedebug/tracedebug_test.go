@@ -1,0 +1,388 @@
+package tracedebug_test
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gotracer/tracer"
+	"github.com/gotracer/tracer/internal/tracecheck"
+	"github.com/gotracer/tracer/tracedebug"
+	"github.com/gotracer/tracer/tracehttp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The tests share the default tracer, which a capture sets: none runs in
+// parallel.
+
+// app is the program under test: a server whose every request records a
+// span with its id and a nested step, through tracehttp and the
+// package-level functions, as a service instrumented once would.
+func app() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /work", func(w http.ResponseWriter, r *http.Request) {
+		defer tracer.Span("work", tracer.String("req", r.Header.Get("X-Req")))()
+		func() {
+			defer tracer.Span("step")()
+			runtime.Gosched()
+		}()
+		_, _ = io.WriteString(w, "done\n")
+	})
+	return tracehttp.Middleware(mux)
+}
+
+// request is one request of the load, as its client saw it.
+type request struct {
+	id         string
+	start, end time.Time
+}
+
+// load sends requests to url from n goroutines, each a request every
+// millisecond at most (a bounded load, so that a capture holds thousands
+// of requests, not hundreds of thousands), until stop is called, which
+// returns every request that completed.
+func load(t *testing.T, url string, n int) (stop func() []request) {
+	var (
+		mu   sync.Mutex
+		done []request
+		wg   sync.WaitGroup
+	)
+	quit := make(chan struct{})
+	for g := range n {
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				select {
+				case <-quit:
+					return
+				default:
+				}
+				id := fmt.Sprintf("%d-%d", g, i)
+				req, err := http.NewRequest("GET", url+"/work", nil)
+				if !assert.NoError(t, err) {
+					return
+				}
+				req.Header.Set("X-Req", id)
+				start := time.Now()
+				resp, err := http.DefaultClient.Do(req)
+				if !assert.NoError(t, err) {
+					return
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				mu.Lock()
+				done = append(done, request{id, start, time.Now()})
+				mu.Unlock()
+				time.Sleep(time.Millisecond)
+			}
+		})
+	}
+	return func() []request {
+		close(quit)
+		wg.Wait()
+		return done
+	}
+}
+
+// debugServer serves the app and, on the same mux, tracedebug's handler.
+func debugServer(t *testing.T) *httptest.Server {
+	mux := http.NewServeMux()
+	mux.Handle("/debug/tracer/", tracedebug.Handler())
+	mux.Handle("/", app())
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// get fetches url and returns the status and the body.
+func get(t *testing.T, ctx context.Context, url string) (int, []byte, http.Header) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, "GET", url, nil)
+	require.NoError(t, err)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, body, resp.Header
+}
+
+// idle waits until no capture runs: the default tracer is off again, and
+// the index at srv's /debug/tracer/ (or index) says no capture runs (the
+// handler has returned).
+func idle(t *testing.T, srv *httptest.Server, index ...string) {
+	t.Helper()
+	url := srv.URL + "/debug/tracer/"
+	if len(index) > 0 {
+		url = srv.URL + index[0]
+	}
+	require.Eventually(t, func() bool {
+		if tracer.Enabled() {
+			return false
+		}
+		code, body, _ := get(t, context.Background(), url)
+		return code == http.StatusOK && !bytes.Contains(body, []byte("A capture is running"))
+	}, 20*time.Second, time.Millisecond, "the capture still runs")
+}
+
+// TestCaptureOfAServerUnderLoad captures a real server on 127.0.0.1 while
+// it serves: the capture is strict JSON, every goroutine's spans nest, both
+// importers load it, and it holds every request that ran inside its window.
+func TestCaptureOfAServerUnderLoad(t *testing.T) {
+	srv := debugServer(t)
+	for _, gz := range []bool{false, true} {
+		t.Run(fmt.Sprintf("gzip=%v", gz), func(t *testing.T) {
+			stop := load(t, srv.URL, 2)
+			const d = 500 * time.Millisecond
+			url := srv.URL + "/debug/tracer/trace?seconds=" + strconv.FormatFloat(d.Seconds(), 'f', -1, 64)
+			if gz {
+				url += "&gzip=1"
+			}
+			sent := time.Now()
+			resp, err := http.Get(url)
+			require.NoError(t, err)
+			headers := time.Now() // the capture's tracer is the default by now
+			body, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			require.NoError(t, err)
+			reqs := stop()
+			require.Equal(t, http.StatusOK, resp.StatusCode, "%s", body)
+			assert.Contains(t, resp.Header.Get("Content-Disposition"), "attachment; filename=\"trace-")
+			if gz {
+				assert.Equal(t, "application/gzip", resp.Header.Get("Content-Type"))
+				zr, err := gzip.NewReader(bytes.NewReader(body))
+				require.NoError(t, err)
+				body, err = io.ReadAll(zr)
+				require.NoError(t, err)
+			}
+
+			evs := tracecheck.Parse(t, body) // closed: strict JSON
+			tracks := tracecheck.Tracks(t, evs)
+			got := map[string]bool{}
+			for _, s := range tracecheck.SlicesNamed(tracks, "work") {
+				got[fmt.Sprint(s.Args["req"])] = true
+			}
+			require.NotEmpty(t, got, "the load ran through the capture")
+			// The capture closes no earlier than d after the request was
+			// sent: a request begun after its answer started and ended
+			// before then ran inside the window.
+			inside := 0
+			for _, r := range reqs {
+				if r.start.After(headers) && r.end.Before(sent.Add(d)) {
+					inside++
+					assert.True(t, got[r.id], "request %s ran inside the window and is not in the capture", r.id)
+				}
+			}
+			t.Logf("%d requests in the capture, %d of them known to be inside its window, %d events", len(got), inside, len(evs))
+			path := filepath.Join(t.TempDir(), "capture.json")
+			require.NoError(t, os.WriteFile(path, body, 0o644))
+			tracecheck.Import(t, path)
+			idle(t, srv)
+		})
+	}
+}
+
+// TestOneCaptureAtATime: a second capture while one runs gets 409 and
+// says why; a client that goes away ends its capture, and the next one
+// runs.
+func TestOneCaptureAtATime(t *testing.T) {
+	srv := debugServer(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	req, err := http.NewRequestWithContext(ctx, "GET", srv.URL+"/debug/tracer/trace?seconds=60", nil)
+	require.NoError(t, err)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.True(t, tracer.Enabled(), "the capture runs")
+
+	code, body, _ := get(t, context.Background(), srv.URL+"/debug/tracer/trace?seconds=1")
+	assert.Equal(t, http.StatusConflict, code)
+	assert.Contains(t, string(body), "one at a time")
+
+	cancel() // the client goes away: its capture ends long before 60 s
+	resp.Body.Close()
+	idle(t, srv)
+
+	code, body, _ = get(t, context.Background(), srv.URL+"/debug/tracer/trace?seconds=0.1")
+	require.Equal(t, http.StatusOK, code, "%s", body)
+	tracecheck.Parse(t, body)
+	idle(t, srv)
+}
+
+// TestStalledClient: a client that stops reading holds up neither the
+// program nor the next capture: the capture drops what it cannot send,
+// its end gives up on the client after a bounded wait, and nothing of it
+// is left running.
+func TestStalledClient(t *testing.T) {
+	srv := debugServer(t)
+	before := runtime.NumGoroutine()
+	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+	require.NoError(t, err)
+	defer conn.Close()
+	require.NoError(t, conn.(*net.TCPConn).SetReadBuffer(4<<10))
+	_, err = io.WriteString(conn, "GET /debug/tracer/trace?seconds=0.5 HTTP/1.1\r\nHost: x\r\n\r\n")
+	require.NoError(t, err)
+	require.Eventually(t, tracer.Enabled, 20*time.Second, time.Millisecond, "the capture starts")
+	// Megabytes of events, more than the sockets hold, that nobody reads.
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Go(func() {
+			for tracer.Enabled() {
+				tracer.Span("unread", tracer.String("pad", "padding that fills the socket's buffers sooner"))()
+			}
+		})
+	}
+	idle(t, srv) // the capture ended, however its client behaves
+	wg.Wait()
+
+	code, body, _ := get(t, context.Background(), srv.URL+"/debug/tracer/trace?seconds=0.1")
+	require.Equal(t, http.StatusOK, code, "%s", body)
+	tracecheck.Parse(t, body)
+	idle(t, srv)
+	conn.Close()
+	http.DefaultClient.CloseIdleConnections()
+	srv.CloseClientConnections()
+	// Polled here: Eventually runs its condition on goroutines of its own.
+	for deadline := time.Now().Add(20 * time.Second); runtime.NumGoroutine() > before && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > before {
+		buf := make([]byte, 1<<20)
+		t.Fatalf("goroutines left running: %d, %d before:\n%s", n, before, buf[:runtime.Stack(buf, true)])
+	}
+}
+
+// TestCaptureRefusals: bad seconds, a capture longer than the server's
+// WriteTimeout, and a program whose default tracer runs already each get
+// a clear answer, and start nothing.
+func TestCaptureRefusals(t *testing.T) {
+	srv := debugServer(t)
+	for _, tc := range []struct {
+		query string
+		want  string
+	}{
+		{"seconds=abc", "want a number of seconds"},
+		{"seconds=0", "above 0"},
+		{"seconds=-1", "above 0"},
+		{"seconds=NaN", "want a number"},
+		{"seconds=301", "at most 300"},
+		{"seconds=1e9", "at most 300"},
+	} {
+		t.Run(tc.query, func(t *testing.T) {
+			code, body, _ := get(t, context.Background(), srv.URL+"/debug/tracer/trace?"+tc.query)
+			assert.Equal(t, http.StatusBadRequest, code)
+			assert.Contains(t, string(body), tc.want)
+			assert.False(t, tracer.Enabled())
+		})
+	}
+
+	t.Run("WriteTimeout", func(t *testing.T) {
+		short := httptest.NewUnstartedServer(tracedebug.Handler())
+		short.Config.WriteTimeout = time.Second
+		short.Start()
+		defer short.Close()
+		code, body, _ := get(t, context.Background(), short.URL+"/debug/tracer/trace?seconds=2")
+		assert.Equal(t, http.StatusBadRequest, code)
+		assert.Contains(t, string(body), "WriteTimeout")
+	})
+
+	t.Run("already tracing", func(t *testing.T) {
+		var own bytes.Buffer
+		tr, err := tracer.NewWithWriter(&own)
+		require.NoError(t, err)
+		require.NoError(t, tracer.SetDefault(tr))
+		defer tracer.Stop()
+		code, body, _ := get(t, context.Background(), srv.URL+"/debug/tracer/trace?seconds=0.1")
+		assert.Equal(t, http.StatusConflict, code)
+		assert.Contains(t, string(body), "default tracer is running already")
+		assert.Same(t, tr, tracer.Default(), "the program's tracer goes on")
+	})
+}
+
+// TestRecent serves the flight recorder's window, or says how to keep
+// one; while the recorder is the default tracer, a capture is refused.
+func TestRecent(t *testing.T) {
+	srv := debugServer(t)
+	code, body, _ := get(t, context.Background(), srv.URL+"/debug/tracer/recent")
+	assert.Equal(t, http.StatusNotFound, code)
+	assert.Contains(t, string(body), "tracedebug.SetFlightRecorder(r)")
+
+	r, err := tracer.NewFlightRecorder(tracer.FlightRecorderConfig{MaxEvents: 1000})
+	require.NoError(t, err)
+	require.NoError(t, tracer.SetDefault(r.Tracer()))
+	tracedebug.SetFlightRecorder(r)
+	defer func() {
+		tracedebug.SetFlightRecorder(nil)
+		require.NoError(t, tracer.Stop())
+	}()
+	stop := load(t, srv.URL, 2)
+	require.Eventually(t, func() bool { return r.Stats().Events > 50 }, 20*time.Second, time.Millisecond)
+	stop()
+
+	for _, gz := range []bool{false, true} {
+		url := srv.URL + "/debug/tracer/recent"
+		if gz {
+			url += "?gzip=1"
+		}
+		code, body, h := get(t, context.Background(), url)
+		require.Equal(t, http.StatusOK, code, "%s", body)
+		assert.Contains(t, h.Get("Content-Disposition"), "recent-")
+		if gz {
+			assert.Equal(t, "application/gzip", h.Get("Content-Type"))
+			zr, err := gzip.NewReader(bytes.NewReader(body))
+			require.NoError(t, err)
+			body, err = io.ReadAll(zr)
+			require.NoError(t, err)
+		}
+		evs := tracecheck.Parse(t, body)
+		tracecheck.Tracks(t, evs)
+		assert.NotEmpty(t, tracecheck.Named(evs, "work"))
+	}
+
+	code, body, _ = get(t, context.Background(), srv.URL+"/debug/tracer/trace?seconds=0.1")
+	assert.Equal(t, http.StatusConflict, code)
+	assert.Contains(t, string(body), "see /recent")
+}
+
+// TestIndexAndPaths: the index lists what there is with relative links,
+// an unknown name is 404, and the handler works under another prefix.
+func TestIndexAndPaths(t *testing.T) {
+	srv := debugServer(t)
+	code, body, h := get(t, context.Background(), srv.URL+"/debug/tracer/")
+	require.Equal(t, http.StatusOK, code)
+	assert.Equal(t, "text/html; charset=utf-8", h.Get("Content-Type"))
+	for _, want := range []string{`action="trace"`, `href="recent"`, "ui.perfetto.dev", "serve this page only"} {
+		assert.Contains(t, string(body), want)
+	}
+	code, _, _ = get(t, context.Background(), srv.URL+"/debug/tracer/heap")
+	assert.Equal(t, http.StatusNotFound, code)
+
+	mux := http.NewServeMux()
+	mux.Handle("/admin/tracing/", http.StripPrefix("/admin/tracing", tracedebug.Handler()))
+	other := httptest.NewServer(mux)
+	defer other.Close()
+	code, body, _ = get(t, context.Background(), other.URL+"/admin/tracing/trace?seconds=0.1")
+	require.Equal(t, http.StatusOK, code, "%s", body)
+	tracecheck.Parse(t, body)
+	idle(t, other, "/admin/tracing/")
+}
+
+// TestDefaultServeMux: the blank import registers the handler on
+// http.DefaultServeMux, as net/http/pprof does.
+func TestDefaultServeMux(t *testing.T) {
+	h, pattern := http.DefaultServeMux.Handler(httptest.NewRequest("GET", "/debug/tracer/trace", nil))
+	assert.Equal(t, "/debug/tracer/", pattern)
+	assert.Equal(t, tracedebug.Handler(), h)
+}
