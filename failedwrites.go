@@ -2,6 +2,8 @@ package tracer
 
 import (
 	"bytes"
+	"math"
+	"slices"
 	"sync"
 )
 
@@ -29,8 +31,11 @@ import (
 //
 // The encoder notes, for each E event of a batch, where it is and where
 // its B is (batch.noteEnd); a failure says which batch and how many of
-// its bytes reached the sink. All of it is the writer goroutine's but the
-// reports, which the flusher takes under mu.
+// its bytes reached the sink. A failure is remembered until the writer is
+// past every batch the encoder began before it learned of it: a full disk
+// fails every write, and a pass may queue many batches before the next
+// one takes the reports. The carry is the writer goroutine's; the
+// failures are under mu, which the flusher takes them under.
 
 // A failure is a write that did not deliver all of its batch.
 type failure struct {
@@ -46,17 +51,22 @@ type endRef struct {
 	bOff       int    // where in it
 }
 
-// recentFailures is how many failed writes unpair remembers: the batches
-// queued before the encoder learns of a failure.
-const recentFailures = queueBatches + 1
+// A pastFailure is a failed write, and when the encoder learned of it.
+type pastFailure struct {
+	failure
+	// learnedAt is the batch the encoder had under way, or began next,
+	// when it took the report: no later batch holds an E event whose B
+	// the write lost. math.MaxUint64 until then.
+	learnedAt uint64
+}
 
 // failures is the state of the protocol.
 type failures struct {
-	recent []failure // the last failed writes: see unpair
-	carry  []byte    // E events to write before the next batch: see failed
+	carry []byte // E events to write before the next batch: see failed
 
 	mu       sync.Mutex
-	reported []failure // for the flusher: see take
+	recent   []pastFailure // the failed writes that batches to come may name: see unpair
+	reported []failure     // for the flusher: see take
 }
 
 // failed notes that the write of b delivered only its first delivered
@@ -71,8 +81,8 @@ func (fs *failures) failed(b *batch, delivered int) (carried int) {
 		carried++
 	}
 	fl := failure{seq: b.seq, delivered: delivered}
-	fs.recent = append(fs.recent[max(0, len(fs.recent)-recentFailures+1):], fl)
 	fs.mu.Lock()
+	fs.recent = append(fs.recent, pastFailure{fl, math.MaxUint64})
 	fs.reported = append(fs.reported, fl)
 	fs.mu.Unlock()
 	return carried
@@ -109,6 +119,12 @@ func (fs *failures) drop() (events int) {
 
 // lostB reports whether the B of E e was in a write that failed before it.
 func (fs *failures) lostB(e endRef) bool {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	return fs.lostBLocked(e)
+}
+
+func (fs *failures) lostBLocked(e endRef) bool {
 	for _, fl := range fs.recent {
 		if fl.seq == e.bBatch && e.bOff >= fl.delivered {
 			return true
@@ -119,13 +135,17 @@ func (fs *failures) lostB(e endRef) bool {
 
 // unpair turns into instants the E events of b whose B a failed write
 // lost: the encoder queued b before it learned of the failure. The span's
-// end stays in the trace, as an instant with its args.
+// end stays in the trace, as an instant with its args. It forgets the
+// failures that no batch from b on can name.
 func (fs *failures) unpair(b *batch) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	fs.recent = slices.DeleteFunc(fs.recent, func(fl pastFailure) bool { return fl.learnedAt < b.seq })
 	if len(fs.recent) == 0 {
 		return
 	}
 	for _, e := range b.ends {
-		if e.bBatch < b.seq && fs.lostB(e) {
+		if e.bBatch < b.seq && fs.lostBLocked(e) {
 			endToInstant(b.buf[e.start:e.end])
 		}
 	}
@@ -140,10 +160,15 @@ func endToInstant(line []byte) {
 	}
 }
 
-// take returns the failed writes reported since the last call.
-func (fs *failures) take() []failure {
+// take returns the failed writes reported since the last call, which
+// the encoder learns of with seq the batch it has under way or begins
+// next.
+func (fs *failures) take(seq uint64) []failure {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
+	for i := range fs.recent {
+		fs.recent[i].learnedAt = min(fs.recent[i].learnedAt, seq)
+	}
 	reported := fs.reported
 	fs.reported = nil
 	return reported

@@ -584,7 +584,8 @@ func (f *flusher) send() {
 // the file the writer itself writes again, before anything later (see
 // failures). Goroutine names and the drop counter are written again too.
 func (f *flusher) takeFailures() {
-	for _, fl := range f.out.takeFailures() {
+	seq, _ := f.enc.pos()
+	for _, fl := range f.out.takeFailures(seq) {
 		f.open.unwrite(fl)
 		if f.names != nil {
 			f.names.newFile()

@@ -276,8 +276,9 @@ func (w *writer) fail(err error) {
 }
 
 // takeFailures returns the writes that failed since the last call, for
-// the flusher (see failedwrites.go).
-func (w *writer) takeFailures() []failure { return w.fails.take() }
+// the flusher, whose encoder has batch seq under way or begins it next
+// (see failedwrites.go).
+func (w *writer) takeFailures(seq uint64) []failure { return w.fails.take(seq) }
 
 // maxErrorKinds is how many distinct write errors a tally keeps between
 // two syncs; the rest are counted.

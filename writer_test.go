@@ -119,6 +119,50 @@ func TestRefusedRotationKeepsOneB(t *testing.T) {
 	assert.Equal(t, keptB+lostB+ends, s.got.String(), "the file: kept's B, then lost's, and both ends")
 }
 
+// TestFailuresOutlastALongPass: a full disk fails every write, and a pass
+// may queue more batches than the writer's queue holds before the next
+// one learns of the first failure. An E event the encoder queued then,
+// whose B a failed write lost many failures earlier, must still become an
+// instant: the failure is remembered until the encoder learned of it and
+// the writer is past the batches it began before (TestReentry under load:
+// "E "work" on track 14 without a B before it").
+func TestFailuresOutlastALongPass(t *testing.T) {
+	const (
+		lostB = `{"name":"lost","ph":"B","ts":1.000,"pid":1,"tid":1},` + "\n"
+		other = `{"name":"other","ph":"i","ts":2.000,"pid":1,"tid":2,"s":"t"},` + "\n"
+		end   = `{"name":"lost","ph":"E","ts":5.000,"pid":1,"tid":1},` + "\n"
+	)
+	s := &recordingSink{failAfter: 0}
+	w := &writer{}
+	w.prepare(s, func(error) {}, &progressSignal{}, new(atomic.Uint64))
+	write := func(b *batch) {
+		w.fails.unpair(b)
+		w.write(b, b.buf)
+	}
+
+	// Batch 1 holds lost's B; it and the next 3*queueBatches writes fail
+	// before the encoder takes a report.
+	write(&batch{seq: 1, buf: []byte(lostB), events: 1})
+	seq := uint64(2)
+	for ; seq < 2+3*queueBatches; seq++ {
+		write(&batch{seq: seq, buf: []byte(other), events: 1})
+	}
+	s.failAfter = -1 // room again
+	b := &batch{seq: seq, buf: []byte(end), events: 1}
+	b.noteEnd(endRef{start: 0, end: len(end), bBatch: 1, bOff: 0})
+	write(b)
+	assert.Equal(t, strings.Replace(end, `"ph":"E"`, `"ph":"i"`, 1), s.got.String(), "the end, as an instant")
+
+	// The encoder learns of the failures with batch seq+1 under way: the
+	// batches from it on name none of the lost events, and the writer
+	// forgets the failures once past it.
+	assert.Len(t, w.fails.take(seq+1), int(seq-1))
+	write(&batch{seq: seq + 1, buf: []byte(other), events: 1})
+	assert.NotEmpty(t, w.fails.recent, "batch seq+1 may name a lost B")
+	write(&batch{seq: seq + 2, buf: []byte(other), events: 1})
+	assert.Empty(t, w.fails.recent, "no batch from seq+2 on names one")
+}
+
 // recordingSink keeps what it is given; a write fails once failAfter is
 // not negative, after that many bytes.
 type recordingSink struct {
