@@ -7,6 +7,7 @@ import (
 
 	"github.com/gotracer/tracer"
 	"github.com/gotracer/tracer/tracedebug"
+	"github.com/gotracer/tracer/tracehttp"
 )
 
 // The blank import registers the handlers on http.DefaultServeMux: serve
@@ -39,4 +40,19 @@ func ExampleSetFlightRecorder() {
 	}
 	tracedebug.SetFlightRecorder(r)
 	defer tracer.Stop()
+}
+
+// A server that writes the last ten seconds to /var/tmp/slow whenever a
+// request takes longer than half a second.
+func ExampleCatchSlow() {
+	catch, err := tracedebug.CatchSlow(tracedebug.SlowConfig{Dir: "/var/tmp/slow", Threshold: 500 * time.Millisecond})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer catch.Close()
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /items/{id}", func(w http.ResponseWriter, r *http.Request) {})
+	go func() {
+		log.Println(http.ListenAndServe("localhost:8080", catch.Middleware(tracehttp.Middleware(mux))))
+	}()
 }

@@ -45,6 +45,18 @@
 //     given to SetFlightRecorder (gzip=1 compresses it), or says how to set
 //     one up.
 //
+// # The slow moments, caught by the program
+//
+// CatchSlow keeps the last seconds in a flight recorder and writes them to
+// a directory when a request (through SlowCatcher.Middleware) or a span
+// (SlowCatcher.Span) takes longer than a threshold: at most one file an
+// interval, the newest few kept, each named by its time and cause:
+//
+//	catch, err := tracedebug.CatchSlow(tracedebug.SlowConfig{Dir: "/var/tmp/slow", Threshold: 500 * time.Millisecond})
+//	if err != nil { ... }
+//	defer catch.Close()
+//	http.ListenAndServe(addr, catch.Middleware(tracehttp.Middleware(mux)))
+//
 // # What a trace exposes
 //
 // A trace holds the names and args of the program's spans, instants and
