@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 )
 
@@ -17,14 +18,15 @@ type external struct {
 	what    string // what it does, for the message when it is missing
 }
 
-// run runs the program with args, its output passed through.
+// run runs the program with args, its output passed through, and its
+// standard input, which it reads for a file named "-".
 func (x external) run(args []string, stdout, stderr io.Writer) error {
 	path, err := exec.LookPath(x.command)
 	if err != nil {
 		return fmt.Errorf("%s is not installed (it %s, in its own module so that this one keeps its dependencies): %s", x.command, x.what, x.install)
 	}
 	cmd := exec.Command(path, args...)
-	cmd.Stdout, cmd.Stderr = stdout, stderr
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, stdout, stderr
 	if err := cmd.Run(); err != nil {
 		var exit *exec.ExitError
 		if errors.As(err, &exit) {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // TestExternal runs the subcommands whose programs live in other
@@ -47,5 +48,40 @@ func TestExternal(t *testing.T) {
 				assert.Contains(t, stderr.String(), tc.wantErr)
 			})
 		}
+	}
+}
+
+// catTool is a program that prints the name of each of its arguments on
+// stderr, then what it reads of each: standard input for "-", else the
+// file it names.
+const catTool = "#!/bin/sh\nfor a in \"$@\"; do\n  echo \"arg $a\" >&2\n  if [ \"$a\" = - ]; then cat; elif [ -f \"$a\" ]; then cat \"$a\"; fi\ndone\n"
+
+// withStdin runs f with os.Stdin reading data (not in parallel: it is
+// the process's).
+func withStdin(t *testing.T, data []byte, f func()) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "stdin")
+	require.NoError(t, os.WriteFile(path, data, 0o644))
+	in, err := os.Open(path)
+	require.NoError(t, err)
+	defer in.Close()
+	saved := os.Stdin
+	os.Stdin = in
+	defer func() { os.Stdin = saved }()
+	f()
+}
+
+// TestExternalStdin: the program reads "-" from tracer's standard input.
+func TestExternalStdin(t *testing.T) {
+	bin := t.TempDir()
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH")) // and cat
+	stdin := []byte("[\n" + ev + ",\n")
+	for _, x := range []external{sqlTool, exportTool} {
+		require.NoError(t, os.WriteFile(filepath.Join(bin, x.command), []byte(catTool), 0o755))
+		withStdin(t, stdin, func() {
+			var stdout, stderr bytes.Buffer
+			require.NoError(t, x.run([]string{"-"}, &stdout, &stderr), stderr.String())
+			assert.Equal(t, string(stdin), stdout.String(), x.command)
+		})
 	}
 }
