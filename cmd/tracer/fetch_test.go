@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -270,13 +271,16 @@ func TestURLErrors(t *testing.T) {
 		{refused, "connection refused"},
 		{"http://nosuch.invalid/debug/tracer/trace", "nosuch.invalid"},
 	} {
-		for _, cmd := range [][]string{{"stats"}, {"check"}, {"cut", "-o", "-"}, {"repair", "-o", "-"}} {
+		for _, cmd := range [][]string{{"stats"}, {"check"}, {"cut", "-o", "-"}, {"repair", "-o", "-"}, {"view", "-no-browser", "-port", "0"}} {
 			t.Run(strings.TrimPrefix(tc.url, srv.URL)+"/"+cmd[0], func(t *testing.T) {
 				t.Parallel()
 				code, stdout, stderr := runCmd(append(cmd, tc.url)...)
 				assert.Equal(t, 1, code, stderr)
 				assert.Empty(t, stdout)
 				assert.Contains(t, stderr, tc.wantErr)
+				if cmd[0] == "view" {
+					stderr = strings.TrimPrefix(stderr, "fetching "+tc.url+"\n")
+				}
 				assert.True(t, strings.HasPrefix(stderr, "tracer "+cmd[0]+": "+tc.url+": "), "the URL first: %s", stderr)
 				assert.Equal(t, 1, strings.Count(stderr, "\n"), "one line: %s", stderr)
 			})
@@ -410,6 +414,70 @@ func TestURLMergeAtOnce(t *testing.T) {
 	code, got, stderr := runCmd("merge", "-o", "-", "-offset", urls[1]+"=1ms", urls[0], urls[1])
 	require.Equal(t, 0, code, stderr)
 	assert.Equal(t, want, got)
+}
+
+// TestViewURL: view fetches the URL once, says what it fetched, and
+// serves those bytes under the name of the URL's path, which the printed
+// link needs no escaping for, query or not.
+func TestViewURL(t *testing.T) {
+	t.Parallel()
+	data, err := os.ReadFile(generate(t, filepath.Join(t.TempDir(), "a.json"), 64<<10))
+	require.NoError(t, err)
+	for _, mode := range []string{sendPlain, sendGzip, sendEncoding, sendSlow} {
+		t.Run(mode, func(t *testing.T) {
+			srv := serveTrace(t, data, mode)
+			want := data
+			if mode == sendGzip {
+				want = gzipped(data)
+			}
+			l, err := net.Listen("tcp", "127.0.0.1:0")
+			require.NoError(t, err)
+			_, port, _ := net.SplitHostPort(l.Addr().String())
+			l.Close()
+			type result struct {
+				code           int
+				stdout, stderr string
+			}
+			done := make(chan result, 1)
+			go func() {
+				code, stdout, stderr := runCmd("view", "-no-browser", "-port", port, "-idle", "300ms", srv.url())
+				done <- result{code, stdout, stderr}
+			}()
+			served := "http://127.0.0.1:" + port + "/trace.json"
+			if mode == sendGzip {
+				served += ".gz"
+			}
+			var body []byte
+			require.Eventually(t, func() bool {
+				resp, err := http.Get(served)
+				if err != nil {
+					return false
+				}
+				defer resp.Body.Close()
+				body, err = io.ReadAll(resp.Body)
+				return err == nil && resp.StatusCode == http.StatusOK
+			}, timeout, 20*time.Millisecond)
+			assert.Equal(t, want, body, "the bytes fetched")
+			var r result
+			select {
+			case r = <-done:
+			case <-time.After(timeout):
+				t.Fatal("tracer view did not stop once idle")
+			}
+			require.Equal(t, 0, r.code, r.stderr)
+			assert.Equal(t, []string{tracePath}, srv.served(), "fetched once")
+			_, check, _ := runCmd("check", writeFile(t, t.TempDir(), "t.json", string(data)))
+			n := strings.TrimSuffix(check[strings.LastIndex(check, "ok, ")+4:], " events\n")
+			assert.Contains(t, r.stderr, fmt.Sprintf("fetched %s: %d bytes, %s events\n", srv.url(), len(want), n))
+			link := strings.TrimPrefix(strings.SplitN(r.stdout, "\n", 2)[0], "open ")
+			u, err := url.Parse(link)
+			require.NoError(t, err)
+			frag, err := url.Parse(strings.TrimPrefix(u.Fragment, "!"))
+			require.NoError(t, err)
+			assert.Equal(t, []string{served}, frag.Query()["url"], r.stdout)
+			assert.Contains(t, r.stdout, "fetched from "+srv.url())
+		})
+	}
 }
 
 // TestFirstLine: what an error's body says, in one line of printable

@@ -45,6 +45,7 @@ func TestURLInterrupt(t *testing.T) {
 		{"check", []string{"check", "URL"}},          // the same
 		{"cut", []string{"cut", "-o", "OUT", "URL"}}, // streamed
 		{"repair", []string{"repair", "-o", "OUT", "URL"}},
+		{"view", []string{"view", "-no-browser", "-port", "0", "URL"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
