@@ -300,6 +300,9 @@ func TestURLOutputs(t *testing.T) {
 		{"repair", u},
 		{"cut", "-o", u, file},
 		{"merge", "-o", u, file},
+		{"export", "-format", "parquet", "-o", u, file},
+		{"export", "-format", "parquet", "-o=" + u, file},
+		{"import-go", "-o", u, file},
 	} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			t.Parallel()

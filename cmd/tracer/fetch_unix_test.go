@@ -37,6 +37,9 @@ func TestURLChild(t *testing.T) {
 func TestURLInterrupt(t *testing.T) {
 	t.Parallel()
 	data := streamed(t, 16<<10)
+	bin := t.TempDir()
+	fake := "#!/bin/sh\nfor a in \"$@\"; do [ \"$a\" != - ] || cat; done\n"
+	require.NoError(t, os.WriteFile(filepath.Join(bin, "tracer-sql"), []byte(fake), 0o755))
 	for _, tc := range []struct {
 		name string
 		args []string // OUT is a file in the test's directory
@@ -46,6 +49,7 @@ func TestURLInterrupt(t *testing.T) {
 		{"cut", []string{"cut", "-o", "OUT", "URL"}}, // streamed
 		{"repair", []string{"repair", "-o", "OUT", "URL"}},
 		{"view", []string{"view", "-no-browser", "-port", "0", "URL"}},
+		{"sql", []string{"sql", "URL", "SELECT 1"}}, // streamed to the program
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -62,7 +66,7 @@ func TestURLInterrupt(t *testing.T) {
 			args := strings.Join(tc.args, "\x1f")
 			args = strings.ReplaceAll(args, "URL", srv.URL+tracePath)
 			args = strings.ReplaceAll(args, "OUT", out)
-			cmd := childtest.Command("TestURLChild", urlChildEnv+"="+args, "TMPDIR="+tmp)
+			cmd := childtest.Command("TestURLChild", urlChildEnv+"="+args, "TMPDIR="+tmp, "PATH="+bin+":"+os.Getenv("PATH"))
 			var stdout, stderr bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &stdout, &stderr
 			require.NoError(t, cmd.Start())
