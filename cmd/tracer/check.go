@@ -67,12 +67,12 @@ func checkFile(path string, quiet bool, report func(tracefile.Problem), note ...
 	}
 	// A track with flow events Perfetto may bind to no slice is read
 	// again (see trace.Analyzer.FlowTracks).
-	read, done, err := rereadable(path)
+	file, err := reread(path)
 	if err != nil {
 		return nil, 0, err
 	}
-	defer done()
-	in, err := openInput(read, quiet, onProblem)
+	defer file.Close()
+	in, err := file.open(quiet, onProblem)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -91,7 +91,7 @@ func checkFile(path string, quiet bool, report func(tracefile.Problem), note ...
 		// it binds to no slice, and where it cuts B events left open
 		// (unless the first reading found such cuts, which it reports
 		// at the E events that make them).
-		again, err := openInput(read, true, nil)
+		again, err := openInput(file.path, true, nil)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -112,7 +112,7 @@ func checkFile(path string, quiet bool, report func(tracefile.Problem), note ...
 	cut := ""
 	if in.crashed() {
 		open := len(a.Open())
-		cut = fmt.Sprintf("cut: the file ends as a crash leaves it, %d %s still open at the end (in the bare [ form, cut on an event's end, both viewers load it; tracer repair makes it strict JSON)", open, plural(open, "span"))
+		cut = fmt.Sprintf("cut: %s, %d %s still open at the end (in the bare [ form, cut on an event's end, both viewers load it; tracer repair makes it strict JSON)", in.cutNote(), open, plural(open, "span"))
 	}
 	a.Finish(in.crashed())
 	for _, n := range note {

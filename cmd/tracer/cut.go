@@ -37,6 +37,9 @@ func runCut(args []string, stdout, stderr io.Writer) error {
 	case *to != 0 && *to <= *from:
 		return usageError{fmt.Sprintf("-to %v is not after -from %v", *to, *from)}
 	}
+	if err := noURL("-o", *out); err != nil {
+		return err
+	}
 	c := &cutter{
 		from: int64(*from), to: int64(*to), pid: *pid, tid: *tid,
 		name: *name, cat: *cat,
@@ -70,7 +73,11 @@ func runCut(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if !*quiet {
-		fmt.Fprintf(stderr, "%s: wrote %d events to %s (%d spans clipped to the window)\n", path, o.events, *out, c.clipped)
+		cut := ""
+		if in.fetch != nil && in.fetch.wasCut() {
+			cut = "; " + in.fetch.cutNote()
+		}
+		fmt.Fprintf(stderr, "%s: wrote %d events to %s (%d spans clipped to the window)%s\n", path, o.events, *out, c.clipped, cut)
 	}
 	return nil
 }

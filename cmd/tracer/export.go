@@ -6,8 +6,10 @@ import "io"
 // github.com/parquet-go/parquet-go, so its program is in the module
 // cmd/tracer/parquet.
 var exportTool = external{
+	name:    "export",
 	command: "tracer-export",
 	install: "go -C cmd/tracer/parquet install ./tracer-export (in a checkout of github.com/gotracer/tracer)",
+	stdin:   true,
 	what:    "writes traces as Parquet tables",
 }
 

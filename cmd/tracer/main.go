@@ -25,6 +25,11 @@
 //
 // Flags may come before or after the file names.
 //
+// Wherever a command reads a trace, FILE may be "-" (standard input), a
+// pipe or a FIFO, or an http:// or https:// URL, such as a running
+// program's /debug/tracer/trace?seconds=5: its answer is fetched once and
+// read as a pipe is. Outputs are files.
+//
 // check reads each file the way Perfetto and chrome://tracing do and
 // prints every problem they would trip on, as FILE:LINE: explanation. It
 // exits 0 when every file is clean, 1 when there are problems.
@@ -98,7 +103,9 @@ const usage = `usage:
   tracer export -format parquet -o DIR [-max-pending N] FILE...   (runs tracer-export)
   tracer sql [-format table|csv|json] [-max-pending N] FILE... 'QUERY'   (runs tracer-sql)
   tracer version
-FILE may be - (standard input), a pipe or a FIFO; OUT may be - (standard output).
+FILE may be - (standard input), a pipe, a FIFO, or an http:// or https:// URL
+(quote it: tracer view 'http://localhost:6060/debug/tracer/trace?seconds=5');
+OUT may be - (standard output).
 Run 'tracer COMMAND -h' for a command's options; flags may follow file names.`
 
 func main() {

@@ -28,10 +28,12 @@ type offsets map[string]time.Duration
 func (o offsets) String() string { return "" }
 
 func (o offsets) Set(v string) error {
-	file, dur, ok := strings.Cut(v, "=")
-	if !ok {
+	// The last "=": a URL's query has them, a duration none.
+	i := strings.LastIndexByte(v, '=')
+	if i < 0 {
 		return fmt.Errorf("want FILE=DURATION, as trace.json=1.5ms")
 	}
+	file, dur := v[:i], v[i+1:]
 	d, err := time.ParseDuration(dur)
 	if err != nil {
 		return err
@@ -57,6 +59,9 @@ func runMerge(args []string, stdout, stderr io.Writer) error {
 	case fs.NArg() == 0:
 		return usageError{"no file to merge"}
 	}
+	if err := noURL("-o", *out); err != nil {
+		return err
+	}
 	if !*force {
 		if err := sameFiles(*out, fs.Args()); err != nil {
 			return err
@@ -71,7 +76,18 @@ func runMerge(args []string, stdout, stderr io.Writer) error {
 	if !*quiet {
 		report = stderr
 	}
-	files, base, err := planMerge(fs.Args(), offs, *quiet, report)
+	var fetched []*fetch
+	var err error
+	if urls(fs.Args()) > 1 {
+		// All at once, to temporary files: the captures they ask for
+		// cover the same seconds, and no server waits while another's
+		// trace is merged.
+		if fetched, err = downloadAll(fs.Args()); err != nil {
+			return err
+		}
+		defer closeAll(fetched)
+	}
+	files, base, err := planMerge(fs.Args(), fetched, offs, *quiet, report)
 	for _, f := range files {
 		defer f.in.Close()
 	}
@@ -92,6 +108,9 @@ func runMerge(args []string, stdout, stderr io.Writer) error {
 		if err := m.merge(f); err != nil {
 			o.Abort()
 			return err
+		}
+		if f.in.fetch != nil && f.in.fetch.wasCut() {
+			fmt.Fprintf(report, "%s: %s\n", f.path, f.in.fetch.cutNote())
 		}
 	}
 	if err := o.Close(); err != nil {
@@ -127,20 +146,28 @@ var rotated = regexp.MustCompile(`\.(\d{6})\.[^/]*$`)
 // returns the files in the order to merge them, the files of a rotated
 // set together, oldest first, and the anchor that becomes ts 0. Each
 // file is read once: its start is read again from memory when it is
-// merged, so a pipe or a FIFO is merged as a file is. The files it
-// returns are open, also with an error.
-func planMerge(paths []string, offs offsets, quiet bool, report io.Writer) ([]*mergeFile, int64, error) {
+// merged, so a pipe or a FIFO is merged as a file is. A URL is read from
+// its fetch in fetched, at its place, if there is one, or fetched. The
+// files it returns are open, also with an error.
+func planMerge(paths []string, fetched []*fetch, offs offsets, quiet bool, report io.Writer) ([]*mergeFile, int64, error) {
 	var files []*mergeFile
 	firstOfGroup := map[string]int{}
 	base, anchored := int64(0), false
 	for i, path := range paths {
 		f := &mergeFile{path: path, seq: math.MaxInt, group: "file " + strconv.Itoa(i)}
-		in, err := openInput(path, quiet, func(p tracefile.Problem) {
+		onProblem := func(p tracefile.Problem) {
 			switch p.Kind {
 			case tracefile.KindSyntax, tracefile.KindTorn, tracefile.KindGzip:
 				fmt.Fprintf(report, "%s:%d: skipped: %s\n", f.path, p.Line, p.Msg)
 			}
-		})
+		}
+		var in *input
+		var err error
+		if i < len(fetched) && fetched[i] != nil {
+			in, err = openFetched(path, fetched[i].path, fetched[i], quiet, onProblem)
+		} else {
+			in, err = openInput(path, quiet, onProblem)
+		}
 		if err != nil {
 			return files, 0, err
 		}

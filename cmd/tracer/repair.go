@@ -29,6 +29,13 @@ func runRepair(args []string, stdout, stderr io.Writer) error {
 		return usageError{"repair takes one file"}
 	case *inPlace && *out != "":
 		return usageError{"-i and -o exclude each other"}
+	case isURL(fs.Arg(0)) && *inPlace:
+		return usageError{"-i replaces a file, not a URL: -o OUT says where the repair goes"}
+	case isURL(fs.Arg(0)) && *out == "":
+		return usageError{"repair of a URL needs -o OUT"}
+	}
+	if err := noURL("-o", *out); err != nil {
+		return err
 	}
 	path := fs.Arg(0)
 	dst := *out
@@ -165,6 +172,9 @@ func repair(path, dst string, closeOpen, inPlace, quiet bool, stdout, report io.
 		return err
 	}
 	var did []string
+	if in.fetch != nil && in.fetch.wasCut() {
+		did = append(did, in.fetch.cutNote())
+	}
 	if crashed && !in.src.Cut && dropped == 0 {
 		did = append(did, "closed the array a crash left open")
 	}

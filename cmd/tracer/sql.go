@@ -6,8 +6,10 @@ import "io"
 // github.com/duckdb/duckdb-go (a 570 MB download, a 72 MB binary), so
 // its program is in the module cmd/tracer/duckdb.
 var sqlTool = external{
+	name:    "sql",
 	command: "tracer-sql",
 	install: "go -C cmd/tracer/duckdb install ./tracer-sql (in a checkout of github.com/gotracer/tracer; cgo: it needs a C++ compiler)",
+	stdin:   true,
 	what:    "runs SQL over traces with DuckDB",
 }
 

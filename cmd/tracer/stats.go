@@ -176,12 +176,12 @@ func computeStats(path string, quiet bool) (*Stats, error) {
 	problems := 0
 	// A track Perfetto nests in ways a stream cannot follow is read
 	// again (see statsAgain).
-	read, done, err := rereadable(path)
+	file, err := reread(path)
 	if err != nil {
 		return nil, err
 	}
-	defer done()
-	in, err := openInput(read, quiet, func(tracefile.Problem) { problems++ })
+	defer file.Close()
+	in, err := file.open(quiet, func(tracefile.Problem) { problems++ })
 	if err != nil {
 		return nil, err
 	}
@@ -200,7 +200,7 @@ func computeStats(path string, quiet bool) (*Stats, error) {
 		// before it, and nests slices in the X events it moved to
 		// overflow tracks: read the file again, replaying those tracks
 		// as it does (see internal/trace/exact.go).
-		if again, n, o, err := statsAgain(read, exact); err != nil {
+		if again, n, o, err := statsAgain(file.path, exact); err != nil {
 			if deepTracks != nil {
 				deep = fmt.Sprintf("slices are nested deeper than the 512 levels Perfetto keeps, and counted here, where Perfetto drops them (the file could not be read again: %v)", err)
 			}
@@ -227,7 +227,7 @@ func computeStats(path string, quiet bool) (*Stats, error) {
 
 	s := &Stats{File: path, Events: a.Events, Problems: problems, QuantileError: trace.SketchError, Note: a.Note(), Open: open, Deep: deep, TooDeep: tooDeep}
 	if in.crashed() {
-		s.Cut = fmt.Sprintf("cut: the file ends as a crash leaves it, %d %s still open at the end (counted to its last timestamp)", open, plural(open, "span"))
+		s.Cut = fmt.Sprintf("cut: %s, %d %s still open at the end (counted to its last timestamp)", in.cutNote(), open, plural(open, "span"))
 	} else if open > 0 {
 		s.Cut = fmt.Sprintf("%d %s never ended (counted to the last timestamp)", open, plural(open, "span"))
 	}
@@ -274,17 +274,50 @@ func computeStats(path string, quiet bool) (*Stats, error) {
 // those nested too deep (for tests).
 var replayAll = false
 
-// rereadable returns a name for the input at path that can be read
-// twice: path itself, or for a pipe, a FIFO or "-" (standard input), a
-// temporary copy of it, which done removes.
-func rereadable(path string) (read string, done func(), err error) {
-	if st, err := os.Stat(path); path != "-" && (err != nil || st.Mode().IsRegular()) {
-		return path, func() {}, nil // a missing file is reported where it is opened
+// A rereadable is an input that can be read twice: a regular file, or a
+// temporary copy of a pipe, a FIFO, standard input ("-") or the answer to
+// a URL, which Close removes.
+type rereadable struct {
+	name  string // as the user named it
+	path  string // the file to read
+	fetch *fetch // the answer to the URL name is, which path holds
+	spool bool   // path is a copy of a pipe
+}
+
+// reread returns the input name as a file that can be read twice: a
+// missing file is reported where it is opened.
+func reread(name string) (*rereadable, error) {
+	if isURL(name) {
+		f, err := download(name)
+		if err != nil {
+			return nil, err
+		}
+		return &rereadable{name: name, path: f.path, fetch: f}, nil
 	}
-	if read, err = spool(path); err != nil {
-		return "", nil, err
+	if st, err := os.Stat(name); name != "-" && (err != nil || st.Mode().IsRegular()) {
+		return &rereadable{name: name, path: name}, nil
 	}
-	return read, func() { os.Remove(read) }, nil
+	path, err := spool(name)
+	if err != nil {
+		return nil, err
+	}
+	return &rereadable{name: name, path: path, spool: true}, nil
+}
+
+// open opens the input for its first reading: named as the user named
+// it, and, for a URL, knowing how its answer ended.
+func (r *rereadable) open(quiet bool, onProblem func(tracefile.Problem)) (*input, error) {
+	return openFetched(r.name, r.path, r.fetch, quiet, onProblem)
+}
+
+// Close removes the temporary copy, if there is one.
+func (r *rereadable) Close() {
+	switch {
+	case r.fetch != nil:
+		r.fetch.Close()
+	case r.spool:
+		os.Remove(r.path)
+	}
 }
 
 // spool copies the input at path (a pipe, a FIFO, "-" for standard

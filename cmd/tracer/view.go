@@ -15,6 +15,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/gotracer/tracer/internal/tracefile"
 )
 
 // Opening a trace in Perfetto's UI the way Perfetto documents for a local
@@ -48,20 +50,41 @@ func runView(args []string, stdout, stderr io.Writer) error {
 	if fs.NArg() != 1 {
 		return usageError{"view takes one file"}
 	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
 	path := fs.Arg(0)
-	st, err := os.Stat(path)
-	if err != nil {
-		return err
+	var st os.FileInfo
+	if !isURL(path) {
+		var err error
+		if st, err = os.Stat(path); err != nil {
+			return err
+		}
+		if !st.Mode().IsRegular() {
+			return fmt.Errorf("%s is not a regular file", path)
+		}
+		fmt.Fprint(stderr, sizeWarning(path, st.Size()))
 	}
-	if !st.Mode().IsRegular() {
-		return fmt.Errorf("%s is not a regular file", path)
-	}
-	fmt.Fprint(stderr, sizeWarning(path, st.Size()))
 	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(*port)))
 	if err != nil {
 		return fmt.Errorf("cannot serve on 127.0.0.1:%d (%w): is another tracer view running?", *port, err)
 	}
-	v := newViewer(path, l)
+	defer l.Close()
+	serve, name := path, path
+	if isURL(path) {
+		// Fetched once, before the browser opens: a capture of N seconds
+		// answers in N seconds, and the UI would give up waiting.
+		fmt.Fprintf(stderr, "fetching %s\n", path)
+		f, err := fetchForView(path, stderr)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if ctx.Err() != nil {
+			return fmt.Errorf("%s: %w", path, errInterrupted)
+		}
+		serve, name = f.path, fmt.Sprintf("%s (fetched from %s)", filepath.Base(f.path), path)
+	}
+	v := newViewer(serve, l)
 	link := v.uiURL()
 	opened := false
 	if !*noBrowser && os.Getenv("TRACER_NO_BROWSER") == "" {
@@ -72,14 +95,44 @@ func runView(args []string, stdout, stderr io.Writer) error {
 		until = fmt.Sprintf("until Ctrl-C, or %v without a request", *idle)
 	}
 	if opened {
-		fmt.Fprintf(stdout, "opened %s\nserving %s on %s %s (reloading the tab fetches it again)\n", link, path, v.base(), until)
+		fmt.Fprintf(stdout, "opened %s\nserving %s on %s %s (reloading the tab fetches it again)\n", link, name, v.base(), until)
 	} else {
 		fmt.Fprintf(stdout, "open %s\nin a browser on this machine (serving %s on %s %s).\n"+
-			"Over SSH, forward the port first: ssh -L %d:127.0.0.1:%d HOST\n", link, path, v.base(), until, *port, *port)
+			"Over SSH, forward the port first: ssh -L %d:127.0.0.1:%d HOST\n", link, name, v.base(), until, *port, *port)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
 	return v.serve(ctx, *idle)
+}
+
+// fetchForView downloads the trace at rawURL for view, and says on
+// stderr what it fetched: its bytes, its events and whether it was cut
+// short.
+func fetchForView(rawURL string, stderr io.Writer) (*fetch, error) {
+	f, err := download(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	events := int64(-1)
+	if in, err := openFetched(rawURL, f.path, f, true, nil); err == nil {
+		// Cheap beside the fetch: a few hundred MB a second.
+		var n int64
+		if in.each(func(*tracefile.Event) error { n++; return nil }) == nil {
+			events = n
+		}
+		in.Close()
+	}
+	msg := fmt.Sprintf("fetched %s: %d bytes", rawURL, f.n)
+	if events >= 0 {
+		msg += fmt.Sprintf(", %d events", events)
+	}
+	if f.wasCut() {
+		msg += "; " + f.cutNote() // what arrived is served: Perfetto opens a trace cut on an event's end
+	}
+	fmt.Fprintln(stderr, msg)
+	if f.n > browserLimit {
+		fmt.Fprintf(stderr, "It is %d MiB: the Perfetto UI in a browser rarely opens more than 1 GiB. "+
+			"tracer stats says where the time goes from the command line; trace_processor_shell --httpd opens a saved copy (tracer repair -o FILE URL saves one).\n", f.n>>20)
+	}
+	return f, nil
 }
 
 // A viewer serves one trace file to the Perfetto UI, for as long as it is
