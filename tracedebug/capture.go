@@ -51,15 +51,10 @@ func serveTrace(w http.ResponseWriter, r *http.Request) {
 	}
 
 	gz := r.URL.Query().Get("gzip") == "1"
-	s := &stream{w: w, rc: http.NewResponseController(w)}
-	opts := []tracer.Option{
+	s := &stream{w: w, rc: http.NewResponseController(w), gzip: gz}
+	tr, err := tracer.NewWithWriter(s, // its head waits in s until it is the default
 		tracer.WithErrorHandler(func(error) {}), // a client gone: nothing to tell the program
-		tracer.WithStopTimeout(stopTimeout),
-	}
-	if gz {
-		opts = append(opts, tracer.WithGzip(gzip.DefaultCompression))
-	}
-	tr, err := tracer.NewWithWriter(s, opts...) // its head waits in s until it is the default
+		tracer.WithStopTimeout(stopTimeout))
 	if err != nil {
 		http.Error(w, "tracedebug: "+err.Error(), http.StatusInternalServerError)
 		return
@@ -114,14 +109,20 @@ func seconds(r *http.Request) (float64, error) {
 // Until then it holds what the tracer writes (the trace's head, written
 // when the tracer is made), so that no byte goes out before the tracer is
 // known to be the default; after shut it writes nothing, since the
-// handler has returned.
+// handler has returned. With gzip it compresses the trace as one gzip
+// member, flushed with each write so that the client reads as it comes:
+// the tracer's own gzip stream is a member a flush, of which
+// chrome://tracing reads the first only.
 type stream struct {
 	mu   sync.Mutex
 	w    http.ResponseWriter
 	rc   *http.ResponseController
+	gzip bool
+	zw   *gzip.Writer
 	held []byte
 	live bool // open was called: writes go to w
 	done bool // shut was called: writes fail
+	err  error
 }
 
 func (s *stream) Write(p []byte) (int, error) {
@@ -134,10 +135,26 @@ func (s *stream) Write(p []byte) (int, error) {
 		s.held = append(s.held, p...)
 		return len(p), nil
 	}
-	n, err := s.w.Write(p)
+	return s.send(p)
+}
+
+// send writes p to the response and flushes it, under mu.
+func (s *stream) send(p []byte) (int, error) {
+	if s.err != nil {
+		return 0, s.err
+	}
+	n, err := len(p), error(nil)
+	if s.zw != nil {
+		if _, err = s.zw.Write(p); err == nil {
+			err = s.zw.Flush()
+		}
+	} else {
+		n, err = s.w.Write(p)
+	}
 	if err == nil {
 		err = s.rc.Flush() // streamed: the client sees each flush
 	}
+	s.err = err
 	return n, err
 }
 
@@ -146,17 +163,22 @@ func (s *stream) open() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.live = true
+	if s.gzip {
+		s.zw = gzip.NewWriter(s.w)
+	}
 	if len(s.held) > 0 {
-		if _, err := s.w.Write(s.held); err == nil {
-			_ = s.rc.Flush()
-		}
+		_, _ = s.send(s.held)
 		s.held = nil
 	}
 }
 
-// shut makes every later write fail, once the one under way returns.
+// shut ends the gzip member and makes every later write fail, once the
+// one under way returns.
 func (s *stream) shut() {
 	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.zw != nil && s.err == nil {
+		_ = s.zw.Close()
+	}
 	s.done = true
-	s.mu.Unlock()
 }
