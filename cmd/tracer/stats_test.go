@@ -80,8 +80,8 @@ func roundQuantiles(spans []SpanStats) []SpanStats {
 
 // TestStatsLibraryFile checks stats on a file the tracer package wrote
 // against numbers worked out here from the events parsed by
-// encoding/json, its X events and thread instants (which Perfetto shows
-// as slices of no duration): per name, count, total and max exactly, self time by a
+// encoding/json, its X events, B/E pairs and thread instants (which
+// Perfetto shows as slices of no duration): per name, count, total and max exactly, self time by a
 // sort and a stack, percentiles within the sketch's error; per track,
 // busy time as the union of its slices.
 func TestStatsLibraryFile(t *testing.T) {
@@ -98,19 +98,33 @@ func TestStatsLibraryFile(t *testing.T) {
 	ns := func(v any) int64 { return int64(math.Round(v.(float64) * 1000)) }
 	byTrack := map[string][]slice{}
 	durs := map[string][]int64{}
-	for _, e := range strictEvents(t, path) {
-		// X events, and instants of a thread: Perfetto's thread slices.
-		instant := (e["ph"] == "i" || e["ph"] == "I") && (e["s"] == nil || e["s"] == "t")
-		if e["ph"] != "X" && !instant {
-			continue
-		}
-		if instant {
-			e["dur"] = 0.0
-		}
-		s := slice{e["name"].(string), ns(e["ts"]), ns(e["ts"]) + ns(e["dur"])}
-		tid := strconv.FormatFloat(e["tid"].(float64), 'f', -1, 64)
+	add := func(tid string, s slice) {
 		byTrack[tid] = append(byTrack[tid], s)
 		durs[s.name] = append(durs[s.name], s.end-s.start)
+	}
+	open := map[string][]slice{} // B events waiting for their E, per track
+	for _, e := range strictEvents(t, path) {
+		// X events, B/E pairs (a span open across a flush interval, as on
+		// a loaded machine), and instants of a thread: Perfetto's thread
+		// slices.
+		n, _ := e["tid"].(float64) // a counter has none
+		tid := strconv.FormatFloat(n, 'f', -1, 64)
+		instant := (e["ph"] == "i" || e["ph"] == "I") && (e["s"] == nil || e["s"] == "t")
+		switch {
+		case e["ph"] == "B":
+			open[tid] = append(open[tid], slice{e["name"].(string), ns(e["ts"]), 0})
+		case e["ph"] == "E":
+			st := open[tid]
+			require.NotEmpty(t, st, "an E without its B on track %s", tid)
+			b := st[len(st)-1]
+			open[tid] = st[:len(st)-1]
+			add(tid, slice{b.name, b.start, ns(e["ts"])})
+		case e["ph"] == "X" || instant:
+			if instant {
+				e["dur"] = 0.0
+			}
+			add(tid, slice{e["name"].(string), ns(e["ts"]), ns(e["ts"]) + ns(e["dur"])})
+		}
 	}
 	self := map[string]int64{}
 	busy := map[string]int64{}
