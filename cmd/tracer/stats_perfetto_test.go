@@ -19,9 +19,10 @@ import (
 
 // perfettoNames asks trace_processor, per span name of the thread
 // slices, the count, total and self time (duration less the direct
-// children's) of the slices that ended.
+// children's) and the deepest depth of the slices that ended.
 const perfettoNames = `select s.name as name, count(*) as n, sum(s.dur) as total,
-  sum(s.dur - coalesce((select sum(c.dur) from slice c where c.parent_id = s.id and c.dur >= 0), 0)) as self
+  sum(s.dur - coalesce((select sum(c.dur) from slice c where c.parent_id = s.id and c.dur >= 0), 0)) as self,
+  max(s.depth) as depth
 from slice s join thread_track tt on s.track_id = tt.id
 where s.dur >= 0 group by s.name;`
 
@@ -116,8 +117,8 @@ func compareStats(t *testing.T, path string, tolerance int64, open bool) {
 			}
 		}
 	}
-	near := func(w, h [3]int64) bool {
-		return w[0] == h[0] && abs(w[1]-h[1]) <= tolerance*w[0] && abs(w[2]-h[2]) <= 2*tolerance*w[0]
+	near := func(w, h [4]int64) bool {
+		return w[0] == h[0] && abs(w[1]-h[1]) <= tolerance*w[0] && abs(w[2]-h[2]) <= 2*tolerance*w[0] && w[3] == h[3]
 	}
 	num := func(s string) int64 {
 		n, err := strconv.ParseInt(s, 10, 64)
@@ -126,20 +127,20 @@ func compareStats(t *testing.T, path string, tolerance int64, open bool) {
 	}
 	// One run of trace_processor for both questions: its start costs more
 	// than the queries.
-	both := `select 'name' as kind, name, n, total, self, 0 as busy from (` + strings.TrimSuffix(perfettoNames, ";") +
-		`) union all select 'track', '', n, 0, 0, busy from (` + strings.TrimSuffix(perfettoTracks, ";") + `);`
-	want := map[string][3]int64{}
+	both := `select 'name' as kind, name, n, total, self, depth, 0 as busy from (` + strings.TrimSuffix(perfettoNames, ";") +
+		`) union all select 'track', '', n, 0, 0, 0, busy from (` + strings.TrimSuffix(perfettoTracks, ";") + `);`
+	want := map[string][4]int64{}
 	var wantTracks [][2]int64
 	for _, row := range tracecheck.Query(t, path, both) {
 		if row["kind"] == "name" {
-			want[row["name"]] = [3]int64{num(row["n"]), num(row["total"]), num(row["self"])}
+			want[row["name"]] = [4]int64{num(row["n"]), num(row["total"]), num(row["self"]), num(row["depth"])}
 		} else {
 			wantTracks = append(wantTracks, [2]int64{num(row["n"]), num(row["busy"])})
 		}
 	}
-	have := map[string][3]int64{}
+	have := map[string][4]int64{}
 	for _, s := range got.Spans {
-		have[s.Name] = [3]int64{s.Count, s.Total, s.Self}
+		have[s.Name] = [4]int64{s.Count, s.Total, s.Self, int64(s.MaxDepth)}
 	}
 	if tolerance > 0 {
 		for name, w := range want {
@@ -148,7 +149,7 @@ func compareStats(t *testing.T, path string, tolerance int64, open bool) {
 			}
 		}
 	}
-	assert.Equal(t, want, have, "per name: count, total, self (%s)", path)
+	assert.Equal(t, want, have, "per name: count, total, self, deepest depth (%s)", path)
 	// Tracks by their numbers: Perfetto shows a pid or tid of its own
 	// for some (a string hashed, tid 0 as the pid, a negative pid as 0).
 	var haveTracks [][2]int64

@@ -50,7 +50,7 @@ import (
 // below top ones.
 const maxStack = 4096
 
-// maxTop is the most slices a track keeps apart (64 bytes each), and
+// maxTop is the most slices a track keeps apart (72 bytes each), and
 // maxStacked the most all tracks keep apart together (vars for tests).
 var maxTop, maxStacked = 1 << 16, 1 << 18
 
@@ -73,7 +73,8 @@ type slice struct {
 	height     int32 // levels below it, folded ones included
 	name       int32 // index in Analyzer.names, or -1 for a fold
 	line       int32
-	be         bool // a B/E pair, which counts as lasting nothing in the order
+	below      int32 // the levels of the slices dropped below it: a set of depth.go, or 0
+	be         bool  // a B/E pair, which counts as lasting nothing in the order
 }
 
 // key returns x's length in Perfetto's order.
@@ -169,7 +170,7 @@ func (a *Analyzer) add(t *track, s, e int64, name int32, line int, be bool, seq 
 		a.unordered = true
 	}
 	if t.roots < len(t.stack) && !a.unordered && t.slices >= orderedAfter && e > t.last {
-		t.stack = t.collapse()
+		t.stack = a.collapse(t)
 	}
 	if t.slices == 0 || e > t.last {
 		t.last = e
@@ -352,20 +353,34 @@ func fixHeights(st []slice, off int) {
 }
 
 // collapse drops from t's tree every slice that is not a top one: their
-// durations are in their top slices' kids and sums, and their levels in
-// their top slices' heights.
-func (t *track) collapse() []slice {
+// durations are in their top slices' kids and sums, their levels in
+// their top slices' heights, and their depths in their top slices' sets
+// (see depth.go).
+func (a *Analyzer) collapse(t *track) []slice {
 	st := t.stack
 	if t.staleHeights {
 		fixHeights(st, 0)
 		t.staleHeights = false
 	}
 	out := t.roots
+	top := t.roots - 1 // in a preorder, the top slice above the ones that follow it
+	depths := a.Stats
 	for i := t.roots; i < len(st); i++ {
 		if st[i].parent < 0 {
+			if depths && top >= 0 {
+				a.give(&st[top])
+			}
 			st[out] = st[i]
+			top = out
 			out++
+			continue
 		}
+		if depths {
+			a.dropped(&st[i], st[i].depth-st[top].depth)
+		}
+	}
+	if depths && top >= 0 {
+		a.give(&st[top])
 	}
 	t.roots = out
 	return st[:out]
@@ -452,7 +467,14 @@ func (a *Analyzer) foldOlder(st []slice, opens []openSpan, from, n int, merge bo
 			idx[i] = int32(len(out))
 			out = append(out, c)
 		case c.parent >= 0 && !chain[c.parent]:
-			idx[i] = -1 // inside a folded subtree, whose sum holds it
+			// Inside a folded subtree, whose sum holds it: its depth goes
+			// to the entry kept above it (idx -2-k: out[k]).
+			k := idx[c.parent]
+			if k < 0 {
+				k = -2 - k
+			}
+			a.dropBelow(&out[k], &st[i])
+			idx[i] = -2 - k
 		default:
 			parent := c.parent
 			if parent >= 0 {
@@ -469,12 +491,14 @@ func (a *Analyzer) foldOlder(st []slice, opens []openSpan, from, n int, merge bo
 				f.end = max(f.end, c.end)
 				f.sum += c.sum
 				f.height = max(f.height, c.height)
+				a.dropBelow(f, &c)
 				idx[i] = int32(last)
 				continue
 			}
 			idx[i] = int32(len(out))
 			out = append(out, slice{start: c.start, end: c.end, seq: c.seq, sum: c.sum,
 				parent: parent, depth: c.depth, height: c.height, name: -1, line: c.line})
+			a.dropBelow(&out[len(out)-1], &c)
 		}
 	}
 	shift := int32(n - len(out))
