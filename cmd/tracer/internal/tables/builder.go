@@ -454,8 +454,10 @@ func (b *Builder) place(t *track, n *node, begun bool) error {
 	}
 	b.Report.Unsure += t.enclosesWritten(n)
 	b.wait(t)
-	var nested bool
-	if nested = t.place(n); nested {
+	if in := t.place(n); in != nil && (in.row.TS != n.row.TS || in.end != n.end) {
+		// A parent came before its child. (Two slices of the same
+		// extent, two instants at one time among them, nest the later
+		// in the earlier, whatever the order of the file.)
 		t.parents = true
 	}
 	b.pending++

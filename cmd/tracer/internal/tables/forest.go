@@ -96,15 +96,18 @@ func search(list []*node, n *node) int {
 }
 
 // insert adds n to the forest list, sorted by start, and returns it, and
-// whether a slice of list encloses n (n is then its descendant). Sizes
-// are kept right on the roots only, the ones read (a root and its
-// subtree are written together).
-func insert(list []*node, n *node) ([]*node, bool) {
+// the slice of list, or of its subtrees, that n is put in (nil if n is a
+// root of list). Sizes are kept right on the roots only, the ones read
+// (a root and its subtree are written together).
+func insert(list []*node, n *node) ([]*node, *node) {
 	i := search(list, n)
 	if i > 0 && contains(list[i-1], n) {
 		p := list[i-1]
-		p.children, _ = insert(p.children, n)
-		return list, true
+		var in *node
+		if p.children, in = insert(p.children, n); in == nil {
+			in = p
+		}
+		return list, in
 	}
 	j := i
 	for j < len(list) && contains(n, list[j]) {
@@ -112,7 +115,7 @@ func insert(list []*node, n *node) ([]*node, bool) {
 		j++
 	}
 	if j == i {
-		return slices.Insert(list, i, n), false
+		return slices.Insert(list, i, n), nil
 	}
 	// n encloses list[i:j], which become its children: n takes their
 	// place with one move of the tail, not a delete and an insert.
@@ -120,41 +123,44 @@ func insert(list []*node, n *node) ([]*node, bool) {
 	list[i] = n
 	k := copy(list[i+1:], list[j:])
 	clear(list[i+1+k:])
-	return list[:i+1+k], false
+	return list[:i+1+k], nil
 }
 
-// place adds n to t's forest and returns whether a root encloses it. A
-// file in start order puts each slice in the one before it, or in one of
-// its ancestors: so the path to the slice placed last is kept, and n is
-// put under the deepest slice on it that encloses it without a search
-// from the roots down, which in a chain of nested slices would cost time
-// quadratic in its depth.
-func (t *track) place(n *node) bool {
+// place adds n to t's forest and returns the slice it is put in, or nil
+// if it is a root. A file in start order puts each slice in the one
+// before it, or in one of its ancestors: so the path to the slice placed
+// last is kept, and n is put under the deepest slice on it that encloses
+// it without a search from the roots down, which in a chain of nested
+// slices would cost time quadratic in its depth.
+func (t *track) place(n *node) *node {
 	path := t.path
 	k := len(path) - 1
 	for k >= 0 && !contains(path[k], n) {
 		k--
 	}
 	if k < 0 {
-		var nested bool
-		t.roots, nested = insert(t.roots, n)
-		if nested {
+		var in *node
+		t.roots, in = insert(t.roots, n)
+		if in != nil {
 			t.rootOf(n).size += n.size
 			t.path = nil
 		} else {
 			t.path = append(t.path[:0], n)
 		}
-		return nested
+		return in
 	}
 	p := path[k]
-	p.children, _ = insert(p.children, n)
+	var in *node
+	if p.children, in = insert(p.children, n); in == nil {
+		in = p
+	}
 	path[0].size += n.size
 	if last := p.children[len(p.children)-1]; last == n {
 		t.path = append(path[:k+1], n) // the usual case: n is p's last child
 	} else {
 		t.path = nil
 	}
-	return true
+	return in
 }
 
 // rootOf returns the root whose subtree holds n.

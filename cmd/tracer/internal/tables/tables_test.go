@@ -203,6 +203,29 @@ func TestSlicesMatchTraceProcessor(t *testing.T) {
 	}
 }
 
+// TestZeroLengthTiesAreNoOrder: two slices of the same extent nest the
+// later in the earlier whatever the file's order (here an instant and
+// an X of no duration at one time, written children first as the tracer
+// package writes them), so they do not make a track look written
+// parents first: the instant before them, at the start of the span that
+// comes last and holds them all, waits for it (it was written at depth 0
+// before, and counted as unsure).
+func TestZeroLengthTiesAreNoOrder(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "zero.json")
+	require.NoError(t, os.WriteFile(path, []byte(`[
+{"name":"mark","ph":"i","ts":1,"pid":1,"tid":2},
+{"name":"inline","ph":"X","ts":4,"dur":0,"pid":1,"tid":2},
+{"name":"mark","ph":"i","ts":4,"pid":1,"tid":2},
+{"name":"block","ph":"X","ts":4,"dur":2,"pid":1,"tid":2},
+{"name":"walk","ph":"X","ts":3,"dur":5,"pid":1,"tid":2},
+{"name":"emit","ph":"X","ts":1,"dur":90,"pid":1,"tid":2}
+]`), 0o644))
+	want := tracecheck.PerfettoSQL(t, path, sliceQuery)[1:]
+	r, rep := build(t, 0, path)
+	assert.Zero(t, rep.Unsure)
+	require.Equal(t, want, sliceKeys(r))
+}
+
 // endOrdered returns a trace of requests on threads, each a request
 // with two children, one of which has a child, written as the tracer
 // package writes them: each slice when it ends, the threads' requests
