@@ -183,6 +183,8 @@ type track struct {
 	extents  []extent // of the roots written, oldest first: a window of extBuf
 	extBuf   []extent
 	maxWrite int64   // latest start of a root written, MinInt64 before
+	maxEnd   int64   // latest end of a root written, MinInt64 before
+	late     bool    // a slice came that may enclose, or be inside, a root written: see Report.Late
 	path     []*node // from a root down to the slice placed last (see place)
 
 	points []*flowPoint // flow events waiting for their slice, by ts
@@ -196,7 +198,7 @@ type track struct {
 }
 
 func newTrack(id int64) *track {
-	return &track{id: id, ordered: true, maxStart: math.MinInt64, maxWrite: math.MinInt64}
+	return &track{id: id, ordered: true, maxStart: math.MinInt64, maxWrite: math.MinInt64, maxEnd: math.MinInt64}
 }
 
 // seeStart notes a slice (or B) beginning at ts, in file order.
@@ -246,6 +248,7 @@ type extent struct {
 // out.
 func (t *track) written(start, end int64, n int) {
 	t.maxWrite = max(t.maxWrite, start)
+	t.maxEnd = max(t.maxEnd, end)
 	if len(t.extents) == cap(t.extents) && len(t.extents) >= maxExtents {
 		// Move them to the front of a buffer, once per maxExtents
 		// roots written, rather than by one at each.
@@ -265,11 +268,16 @@ func (t *track) written(start, end int64, n int) {
 }
 
 // enclosesWritten returns how many slices already written n encloses,
-// forgetting them so that they count once.
+// forgetting them so that they count once. It marks the track late if n
+// may enclose a root written, or begin inside one.
 func (t *track) enclosesWritten(n *node) int64 {
+	if n.row.TS < t.maxEnd {
+		t.late = true
+	}
 	if n.row.TS > t.maxWrite {
 		return 0 // began after every written root: the common case
 	}
+	t.late = true
 	var count int64
 	keep := t.extents[:0]
 	for _, e := range t.extents {

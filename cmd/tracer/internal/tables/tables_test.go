@@ -197,6 +197,7 @@ func TestSlicesMatchTraceProcessor(t *testing.T) {
 			want := tracecheck.PerfettoSQL(t, tc.path, sliceQuery)[1:]
 			r, rep := build(t, tc.maxPending, tc.path)
 			assert.Zero(t, rep.Unsure)
+			assert.Empty(t, rep.Late, "no track to nest again")
 			require.Equal(t, want, sliceKeys(r))
 			assert.Equal(t, int64(len(want)), rep.Slices)
 		})
@@ -257,6 +258,7 @@ func TestMaxPendingBoundsMemory(t *testing.T) {
 	all, _ := build(t, 0, path)
 	r, rep := build(t, 10, path)
 	assert.Positive(t, rep.Unsure)
+	assert.NotEmpty(t, rep.Late, "the tracks of the slices counted as unsure")
 	assert.Len(t, r.slices, len(all.slices))
 	ids := map[int64]bool{}
 	for _, s := range r.slices {
