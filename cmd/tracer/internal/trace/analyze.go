@@ -234,7 +234,7 @@ func (a *Analyzer) subSelf(name int32, d int64) { a.Names[name].Self -= d }
 func (a *Analyzer) overlap(t *track, line int, name int32, s, e int64, p *slice) {
 	t.overlaps++
 	a.problemV(line, KindOverlap, "slice_spill_overlapping_complete_event", "", "slice %q [%s, %s] overlaps %q [%s, %s] (line %d) on pid %s tid %s without nesting: Perfetto moves the later of them to an extra track",
-		a.Names[name].Name, us(s), us(e), a.Names[p.name].Name, us(p.start), us(p.end), p.line, t.pid.Raw, t.tid.Raw)
+		a.Names[name].Name, us(s), us(e), a.Names[p.name].Name, us(p.start), us(p.end), p.line(), t.pid.Raw, t.tid.Raw)
 }
 
 // us formats nanoseconds as the microseconds of a ts.

@@ -50,7 +50,7 @@ import (
 // below top ones.
 const maxStack = 4096
 
-// maxTop is the most slices a track keeps apart (72 bytes each), and
+// maxTop is the most slices a track keeps apart (64 bytes each), and
 // maxStacked the most all tracks keep apart together (vars for tests).
 var maxTop, maxStacked = 1 << 16, 1 << 18
 
@@ -72,14 +72,34 @@ type slice struct {
 	depth      int32
 	height     int32 // levels below it, folded ones included
 	name       int32 // index in Analyzer.names, or -1 for a fold
-	line       int32
 	below      int32 // the levels of the slices dropped below it: a set of depth.go, or 0
-	be         bool  // a B/E pair, which counts as lasting nothing in the order
+	// lineBE is its line, or ^line for a B/E pair, which counts as
+	// lasting nothing in the order (one field: an entry is 64 bytes).
+	lineBE int32
 }
+
+// lineBE returns the lineBE of a slice at line, a B/E pair if be.
+func lineBE(line int, be bool) int32 {
+	if be {
+		return ^int32(line)
+	}
+	return int32(line)
+}
+
+// line returns the line of x's event.
+func (x *slice) line() int32 {
+	if x.lineBE < 0 {
+		return ^x.lineBE
+	}
+	return x.lineBE
+}
+
+// be reports whether x is a B/E pair.
+func (x *slice) be() bool { return x.lineBE < 0 }
 
 // key returns x's length in Perfetto's order.
 func (x *slice) key() int64 {
-	if x.be {
+	if x.be() {
 		return 0
 	}
 	return x.end - x.start
@@ -180,7 +200,7 @@ func (a *Analyzer) add(t *track, s, e int64, name int32, line int, be bool, seq 
 	if n := len(st); t.roots == n && (n == 0 || st[n-1].end < s || st[n-1].end == s && st[n-1].start < s) {
 		// The usual case, made short: after every slice of a tree of
 		// top slices only, none of which it begins in or holds.
-		st = append(st, slice{start: s, end: e, seq: seq, sum: e - s, name: name, line: int32(line), parent: -1, be: be})
+		st = append(st, slice{start: s, end: e, seq: seq, sum: e - s, name: name, lineBE: lineBE(line, be), parent: -1})
 		a.addSelf(name, e-s)
 		t.busy += e - s
 		t.roots++
@@ -189,7 +209,7 @@ func (a *Analyzer) add(t *track, s, e int64, name int32, line int, be bool, seq 
 		a.resolveFlows(t, s, e, be)
 		return e
 	}
-	x := slice{start: s, end: e, seq: seq, sum: e - s, name: name, line: int32(line), parent: -1, be: be}
+	x := slice{start: s, end: e, seq: seq, sum: e - s, name: name, lineBE: lineBE(line, be), parent: -1}
 	zero := s == e
 	// Where the sort puts it.
 	pos := len(st)
@@ -208,7 +228,7 @@ func (a *Analyzer) add(t *track, s, e int64, name int32, line int, be bool, seq 
 			// top-level slice of its own; but it nests an X in a B
 			// still open at its start, whenever the E comes: stats
 			// replays such a track (see exact.go).
-			t.tangled = t.tangled || q.be
+			t.tangled = t.tangled || q.be()
 			a.overlap(t, line, name, s, e, q)
 			a.addSelf(name, e-s)
 			t.busy += e - s
@@ -217,7 +237,7 @@ func (a *Analyzer) add(t *track, s, e int64, name int32, line int, be bool, seq 
 			return e
 		}
 		a.problemV(line, KindNesting, "misplaced_end_event", "", "the E of %q comes at ts %s, after the end of %q [%s, %s] (line %d) that its B began in: Perfetto ends it there (misplaced_end_event)",
-			a.Names[name].Name, us(e), a.Names[q.name].Name, us(q.start), us(q.end), q.line)
+			a.Names[name].Name, us(e), a.Names[q.name].Name, us(q.start), us(q.end), q.line())
 		e = q.end
 		x.end, x.sum = e, e-s
 		a.noteCut(t, e)
@@ -268,7 +288,7 @@ func (a *Analyzer) add(t *track, s, e int64, name int32, line int, be bool, seq 
 	}
 	if level := x.depth + x.height + 1; level > t.levels {
 		if level > maxNesting && t.levels <= maxNesting {
-			t.deepLine = x.line
+			t.deepLine = x.line()
 		}
 		t.levels = level
 	}
@@ -497,7 +517,7 @@ func (a *Analyzer) foldOlder(st []slice, opens []openSpan, from, n int, merge bo
 			}
 			idx[i] = int32(len(out))
 			out = append(out, slice{start: c.start, end: c.end, seq: c.seq, sum: c.sum,
-				parent: parent, depth: c.depth, height: c.height, name: -1, line: c.line})
+				parent: parent, depth: c.depth, height: c.height, name: -1, lineBE: c.line()})
 			a.dropBelow(&out[len(out)-1], &c)
 		}
 	}
@@ -529,10 +549,10 @@ func (t *track) encloses(ts int64, next bool) (caught, bound bool) {
 	}
 	for j := len(t.stack) - 1; j >= 0; j-- {
 		x := &t.stack[j]
-		if catapultHolds(x.start, x.end, ts, x.be) || next && x.start >= ts {
+		if catapultHolds(x.start, x.end, ts, x.be()) || next && x.start >= ts {
 			caught = true
 		}
-		if x.start <= ts && ts <= x.end && (!x.be || ts < x.end) {
+		if x.start <= ts && ts <= x.end && (!x.be() || ts < x.end) {
 			return caught || next, true
 		}
 		if x.depth == 0 && x.start <= ts {
