@@ -15,7 +15,9 @@ import (
 
 // An output is a trace being written: "[", events one per line separated
 // by commas, and "]", so that it is strict JSON and still one event per
-// line; or, once members are set, {"traceEvents":[...], members}. A name ending in ".gz" is gzipped as one member, which
+// line; or, once members are set, {"traceEvents":[...], members}, with a
+// displayTimeUnit at the head, as the tracer package closes a plain file
+// ({"displayTimeUnit":"ns","traceEvents":[...]}). A name ending in ".gz" is gzipped as one member, which
 // chrome://tracing needs (it reads only the first). It is written to a
 // temporary file next to its destination and renamed over it by Close, so
 // that a failure never leaves a half-written file, and the destination
@@ -37,6 +39,7 @@ type output struct {
 	// JSON text, each with its comma: the output is then an object.
 	members []byte
 	obj     bool
+	unit    []byte // displayTimeUnit's value, as JSON text: see member
 }
 
 // createOutput starts writing a trace to path, or to stdout if path is
@@ -75,8 +78,14 @@ func createOutput(path string, gz bool, stdout io.Writer) (*output, error) {
 func (o *output) object() { o.obj = true }
 
 // member adds a top-level member, its name and value as JSON text, to be
-// written after the events of an object output.
+// written after the events of an object output; but displayTimeUnit,
+// before they are written, goes at the head, where the tracer package
+// writes it.
 func (o *output) member(key, value []byte) {
+	if string(key) == "displayTimeUnit" && !o.started && o.unit == nil {
+		o.unit = append([]byte(nil), value...)
+		return
+	}
 	o.members = append(o.members, ",\n\""...)
 	o.members = append(o.members, key...)
 	o.members = append(o.members, "\":"...)
@@ -89,9 +98,14 @@ func (o *output) start() {
 		return
 	}
 	o.started = true
-	if o.obj {
+	switch {
+	case o.obj && o.unit != nil:
+		o.write([]byte(`{"displayTimeUnit":`))
+		o.write(o.unit)
+		o.write([]byte(`,"traceEvents":[` + "\n"))
+	case o.obj:
 		o.write([]byte("{\"traceEvents\":[\n"))
-	} else {
+	default:
 		o.write([]byte("[\n"))
 	}
 }

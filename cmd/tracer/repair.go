@@ -73,6 +73,7 @@ func repairedName(path string) string {
 // to dst as a strict-JSON trace, and says on report what it changed.
 func repair(path, dst string, closeOpen, inPlace, quiet bool, stdout, report io.Writer) error {
 	var dropped, fixed, rewritten, problems int
+	asObject := false // the tracer package's bare array, written as the object
 	notJSON := ""
 	in, err := openInput(path, quiet, func(p tracefile.Problem) {
 		problems++
@@ -111,8 +112,18 @@ func repair(path, dst string, closeOpen, inPlace, quiet bool, stdout, report io.
 	r.OnMember = o.member
 	a := trace.NewAnalyzer()
 	err = in.each(func(ev *tracefile.Event) error {
-		if !o.started && r.Object() {
+		switch {
+		case o.started:
+		case r.Object():
 			o.object()
+		case tracerHead(ev):
+			asObject = true
+			// The bare array of the tracer package's file cut by a
+			// crash (or gzipped, or streamed): written as the object a
+			// clean Close of a plain file writes, so that
+			// chrome://tracing reads its times to the nanosecond.
+			o.object()
+			o.member([]byte("displayTimeUnit"), []byte(`"ns"`))
 		}
 		a.Add(ev)
 		raw := ev.Raw
@@ -175,8 +186,13 @@ func repair(path, dst string, closeOpen, inPlace, quiet bool, stdout, report io.
 	if in.fetch != nil && in.fetch.wasCut() {
 		did = append(did, in.fetch.cutNote())
 	}
-	if crashed && !in.src.Cut && dropped == 0 {
+	switch {
+	case crashed && !in.src.Cut && dropped == 0 && asObject:
+		did = append(did, `closed the array a crash left open, as the object a clean Close writes ({"displayTimeUnit":"ns","traceEvents":[...]})`)
+	case crashed && !in.src.Cut && dropped == 0:
 		did = append(did, "closed the array a crash left open")
+	case asObject:
+		did = append(did, `wrote the tracer's array as the object a clean Close writes ({"displayTimeUnit":"ns","traceEvents":[...]})`)
 	}
 	if dropped > 0 {
 		did = append(did, fmt.Sprintf("dropped %d broken events", dropped))
@@ -204,6 +220,18 @@ func repair(path, dst string, closeOpen, inPlace, quiet bool, stdout, report io.
 	}
 	fmt.Fprintf(report, "%s: %s; wrote %d events to %s\n", path, strings.Join(did, ", "), o.events, dst)
 	return nil
+}
+
+// tracerHead reports whether ev is the first event of a file the tracer
+// package wrote: its process_name metadata, with the wall-clock anchor of
+// ts 0 (ts0_unix_ns), which no other producer writes. Its times are
+// microseconds with nanoseconds in their fraction.
+func tracerHead(ev *tracefile.Event) bool {
+	if ev.Phase() != 'M' || ev.Name.Escaped || string(ev.Name.Raw) != "process_name" {
+		return false
+	}
+	a := ev.Arg("ts0_unix_ns")
+	return a != nil && a.IsNum
 }
 
 // perfettoAfter returns the first time after ts, in nanoseconds, that

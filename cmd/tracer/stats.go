@@ -56,6 +56,9 @@ type SpanStats struct {
 	P95   int64  `json:"p95_ns"`
 	P99   int64  `json:"p99_ns"`
 	Max   int64  `json:"max_ns"`
+	// MaxDepth is the deepest nesting of the name's slices: the greatest
+	// depth Perfetto's slice table gives one (0: a top-level slice).
+	MaxDepth int32 `json:"max_depth"`
 }
 
 // TrackStats are the numbers of one track (a goroutine, for the tracer
@@ -129,6 +132,7 @@ var spanSorts = map[string]func(a, b SpanStats) int{
 	"p95":   func(a, b SpanStats) int { return cmp.Compare(b.P95, a.P95) },
 	"p99":   func(a, b SpanStats) int { return cmp.Compare(b.P99, a.P99) },
 	"max":   func(a, b SpanStats) int { return cmp.Compare(b.Max, a.Max) },
+	"depth": func(a, b SpanStats) int { return cmp.Compare(b.MaxDepth, a.MaxDepth) },
 	"name":  func(a, b SpanStats) int { return strings.Compare(a.Name, b.Name) },
 }
 
@@ -136,7 +140,7 @@ var spanSorts = map[string]func(a, b SpanStats) int{
 func runStats(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("stats", "[-top N] [-sort KEY] [-json] [-q] FILE", stderr)
 	top := fs.Int("top", 20, "show the first `N` span names and tracks (0: all)")
-	sortBy := fs.String("sort", "total", "order span names by `KEY`: total, self, count, mean, p50, p95, p99, max or name")
+	sortBy := fs.String("sort", "total", "order span names by `KEY`: total, self, count, mean, p50, p95, p99, max, depth or name")
 	asJSON := fs.Bool("json", false, "print JSON, every span name, track and counter")
 	quiet := fs.Bool("q", false, "no progress bar")
 	if err := parseFlags(fs, args); err != nil {
@@ -147,7 +151,7 @@ func runStats(args []string, stdout, stderr io.Writer) error {
 	case fs.NArg() != 1:
 		return usageError{"stats takes one file"}
 	case !ok:
-		return usageError{fmt.Sprintf("-sort %q: want total, self, count, mean, p50, p95, p99, max or name", *sortBy)}
+		return usageError{fmt.Sprintf("-sort %q: want total, self, count, mean, p50, p95, p99, max, depth or name", *sortBy)}
 	case *top < 0:
 		return usageError{"-top must not be negative"}
 	}
@@ -252,7 +256,7 @@ func computeStats(path string, quiet bool) (*Stats, error) {
 		d := &n.Durations
 		s.Spans = append(s.Spans, SpanStats{
 			Name: n.Name, Count: n.Count, Total: n.Total, Self: n.Self, Mean: n.Total / n.Count,
-			P50: d.Quantile(0.50), P95: d.Quantile(0.95), P99: d.Quantile(0.99), Max: n.Max,
+			P50: d.Quantile(0.50), P95: d.Quantile(0.95), P99: d.Quantile(0.99), Max: n.Max, MaxDepth: n.MaxDepth,
 		})
 	}
 	slices.SortStableFunc(s.Spans, spanSorts["total"])
@@ -399,10 +403,10 @@ func printStats(w io.Writer, s *Stats, top int) error {
 
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(w, "\nspans (%d of %d; p50/p95/p99 within %.0f%%):\n", limit(len(s.Spans)), len(s.Spans), 100*s.QuantileError)
-	fmt.Fprintln(tw, "count\ttotal\tself\tmean\tp50\tp95\tp99\tmax\t  name")
+	fmt.Fprintln(tw, "count\ttotal\tself\tmean\tp50\tp95\tp99\tmax\tdepth\t  name")
 	for _, n := range s.Spans[:limit(len(s.Spans))] {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t  %s\n", n.Count, fmtDur(n.Total), fmtDur(n.Self), fmtDur(n.Mean),
-			fmtDur(n.P50), fmtDur(n.P95), fmtDur(n.P99), fmtDur(n.Max), n.Name)
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t  %s\n", n.Count, fmtDur(n.Total), fmtDur(n.Self), fmtDur(n.Mean),
+			fmtDur(n.P50), fmtDur(n.P95), fmtDur(n.P99), fmtDur(n.Max), n.MaxDepth, n.Name)
 	}
 	tw.Flush()
 

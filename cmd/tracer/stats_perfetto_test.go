@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gotracer/tracer/cmd/tracer/internal/tables"
 	"github.com/gotracer/tracer/internal/tracecheck"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -19,9 +20,10 @@ import (
 
 // perfettoNames asks trace_processor, per span name of the thread
 // slices, the count, total and self time (duration less the direct
-// children's) of the slices that ended.
+// children's) and the deepest depth of the slices that ended.
 const perfettoNames = `select s.name as name, count(*) as n, sum(s.dur) as total,
-  sum(s.dur - coalesce((select sum(c.dur) from slice c where c.parent_id = s.id and c.dur >= 0), 0)) as self
+  sum(s.dur - coalesce((select sum(c.dur) from slice c where c.parent_id = s.id and c.dur >= 0), 0)) as self,
+  max(s.depth) as depth
 from slice s join thread_track tt on s.track_id = tt.id
 where s.dur >= 0 group by s.name;`
 
@@ -84,17 +86,34 @@ func compareShapes(t *testing.T, seeds uint64) {
 			t.Run(fmt.Sprintf("%s/%d", name, seed), func(t *testing.T) {
 				text, _ := genTrace(rand.New(rand.NewPCG(seed, 1)), sh)
 				path := writeFile(t, dir, fmt.Sprintf("%s-%d.json", name, seed), text)
-				comparePerfetto(t, path)
+				want := comparePerfetto(t, path)
+				// The slice table of tracer sql and export: the same
+				// deepest depths, but where it wrote slices before one
+				// that encloses them came (X events in no order after
+				// B/E pairs), which it reports, their depths short; and
+				// where B and E events tie with others, which it takes
+				// in the file's order (docs/analysis.md).
+				have, unsure := tableDepths(t, path)
+				switch {
+				case sh.ties:
+				case unsure > 0:
+					require.Len(t, have, len(want))
+					for name, d := range have {
+						assert.LessOrEqual(t, d, want[name], "the slice table's deepest depth of %q, %d slices written short", name, unsure)
+					}
+				default:
+					assert.Equal(t, want, have, "the slice table's deepest depth per name (tracer sql, export)")
+				}
 			})
 		}
 	}
 }
 
 // comparePerfetto checks stats on the trace at path against
-// trace_processor.
-func comparePerfetto(t *testing.T, path string) {
+// trace_processor, and returns trace_processor's deepest depth per name.
+func comparePerfetto(t *testing.T, path string) map[string]int64 {
 	t.Helper()
-	compareStats(t, path, 0, false)
+	return compareStats(t, path, 0, false)
 }
 
 // compareStats checks stats on the trace at path against trace_processor:
@@ -102,8 +121,8 @@ func comparePerfetto(t *testing.T, path string) {
 // absolute microseconds of some tools to 256 ns), and, if open, with the
 // slices trace_processor leaves unfinished (dur -1: B events never ended,
 // as in a file cut by a crash) counted as stats counts them, to the end
-// of the trace.
-func compareStats(t *testing.T, path string, tolerance int64, open bool) {
+// of the trace. It returns trace_processor's deepest depth per name.
+func compareStats(t *testing.T, path string, tolerance int64, open bool) map[string]int64 {
 	t.Helper()
 	got, err := computeStats(path, true)
 	require.NoError(t, err)
@@ -116,8 +135,8 @@ func compareStats(t *testing.T, path string, tolerance int64, open bool) {
 			}
 		}
 	}
-	near := func(w, h [3]int64) bool {
-		return w[0] == h[0] && abs(w[1]-h[1]) <= tolerance*w[0] && abs(w[2]-h[2]) <= 2*tolerance*w[0]
+	near := func(w, h [4]int64) bool {
+		return w[0] == h[0] && abs(w[1]-h[1]) <= tolerance*w[0] && abs(w[2]-h[2]) <= 2*tolerance*w[0] && w[3] == h[3]
 	}
 	num := func(s string) int64 {
 		n, err := strconv.ParseInt(s, 10, 64)
@@ -126,20 +145,20 @@ func compareStats(t *testing.T, path string, tolerance int64, open bool) {
 	}
 	// One run of trace_processor for both questions: its start costs more
 	// than the queries.
-	both := `select 'name' as kind, name, n, total, self, 0 as busy from (` + strings.TrimSuffix(perfettoNames, ";") +
-		`) union all select 'track', '', n, 0, 0, busy from (` + strings.TrimSuffix(perfettoTracks, ";") + `);`
-	want := map[string][3]int64{}
+	both := `select 'name' as kind, name, n, total, self, depth, 0 as busy from (` + strings.TrimSuffix(perfettoNames, ";") +
+		`) union all select 'track', '', n, 0, 0, 0, busy from (` + strings.TrimSuffix(perfettoTracks, ";") + `);`
+	want := map[string][4]int64{}
 	var wantTracks [][2]int64
 	for _, row := range tracecheck.Query(t, path, both) {
 		if row["kind"] == "name" {
-			want[row["name"]] = [3]int64{num(row["n"]), num(row["total"]), num(row["self"])}
+			want[row["name"]] = [4]int64{num(row["n"]), num(row["total"]), num(row["self"]), num(row["depth"])}
 		} else {
 			wantTracks = append(wantTracks, [2]int64{num(row["n"]), num(row["busy"])})
 		}
 	}
-	have := map[string][3]int64{}
+	have := map[string][4]int64{}
 	for _, s := range got.Spans {
-		have[s.Name] = [3]int64{s.Count, s.Total, s.Self}
+		have[s.Name] = [4]int64{s.Count, s.Total, s.Self, int64(s.MaxDepth)}
 	}
 	if tolerance > 0 {
 		for name, w := range want {
@@ -148,7 +167,7 @@ func compareStats(t *testing.T, path string, tolerance int64, open bool) {
 			}
 		}
 	}
-	assert.Equal(t, want, have, "per name: count, total, self (%s)", path)
+	assert.Equal(t, want, have, "per name: count, total, self, deepest depth (%s)", path)
 	// Tracks by their numbers: Perfetto shows a pid or tid of its own
 	// for some (a string hashed, tid 0 as the pid, a negative pid as 0).
 	var haveTracks [][2]int64
@@ -166,7 +185,41 @@ func compareStats(t *testing.T, path string, tolerance int64, open bool) {
 		}
 	}
 	assert.Equal(t, wantTracks, haveTracks, "per track: slices, busy (%s)", path)
+	depths := map[string]int64{}
+	for name, w := range want {
+		depths[name] = w[3]
+	}
+	return depths
 }
+
+// tableDepths returns the deepest depth per name of the thread slices
+// that ended in the slice table that tracer sql and tracer export make
+// of the file at path.
+func tableDepths(t *testing.T, path string) (depths map[string]int64, unsure int64) {
+	t.Helper()
+	r := &sliceRows{depths: map[string]int64{}}
+	b := tables.NewBuilder(r)
+	require.NoError(t, b.Build([]string{path}, nil))
+	return r.depths, b.Report.Unsure
+}
+
+// sliceRows is a tables.Sink that keeps the deepest depth per name of
+// the thread slices that ended.
+type sliceRows struct{ depths map[string]int64 }
+
+func (r *sliceRows) Slice(s *tables.Slice) error {
+	if s.Utid != nil && s.Dur >= 0 {
+		if d, ok := r.depths[s.Name]; !ok || int64(s.Depth) > d {
+			r.depths[s.Name] = int64(s.Depth)
+		}
+	}
+	return nil
+}
+func (r *sliceRows) Counter(*tables.Counter) error { return nil }
+func (r *sliceRows) Flow(*tables.Flow) error       { return nil }
+func (r *sliceRows) Track(*tables.Track) error     { return nil }
+func (r *sliceRows) Thread(*tables.Thread) error   { return nil }
+func (r *sliceRows) Process(*tables.Process) error { return nil }
 
 // TestStatsCorpusAgainstPerfetto compares stats with trace_processor on
 // the files of other tools' making that Perfetto loads.

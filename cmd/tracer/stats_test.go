@@ -47,7 +47,7 @@ func TestStatsHandMade(t *testing.T) {
 	assert.Equal(t, "1970-01-01T00:16:40Z", s.Wall)
 	assert.Equal(t, Float(12), s.Dropped)
 	assert.Equal(t, []SpanStats{
-		{Name: "child", Count: 3, Total: us(120), Self: us(120), Mean: us(40), P50: us(40), P95: us(60), P99: us(60), Max: us(60)},
+		{Name: "child", Count: 3, Total: us(120), Self: us(120), Mean: us(40), P50: us(40), P95: us(60), P99: us(60), Max: us(60), MaxDepth: 1},
 		{Name: "open", Count: 1, Total: us(100), Self: us(40), Mean: us(100), P50: us(100), P95: us(100), P99: us(100), Max: us(100)},
 		{Name: "parent", Count: 1, Total: us(90), Self: us(30), Mean: us(90), P50: us(90), P95: us(90), P99: us(90), Max: us(90)},
 	}, roundQuantiles(s.Spans))
@@ -62,10 +62,15 @@ func TestStatsHandMade(t *testing.T) {
 	code, stdout, _ = runCmd("stats", "-sort", "self", "-top", "1", path)
 	require.Equal(t, 0, code)
 	assert.Contains(t, stdout, "spans (1 of 3;")
-	assert.Regexp(t, `\s3\s+120µs\s+120µs\s+40µs\s+\S+\s+\S+\s+\S+\s+60µs\s+child\n`, stdout)
+	assert.Regexp(t, `\s3\s+120µs\s+120µs\s+40µs\s+\S+\s+\S+\s+\S+\s+60µs\s+1\s+child\n`, stdout)
 	assert.Contains(t, stdout, "dropped events: 12\n")
 	assert.Contains(t, stdout, "time range: 0ns to 200µs (200µs), from 1970-01-01T00:16:40Z\n")
 	assert.Regexp(t, `1\s+3\s+2\s+100µs\s+50.0%`, stdout)
+
+	// The deepest first.
+	code, stdout, _ = runCmd("stats", "-sort", "depth", "-top", "1", path)
+	require.Equal(t, 0, code)
+	assert.Regexp(t, `\s1\s+child\n`, stdout)
 }
 
 // roundQuantiles rounds the quantiles of spans to the microsecond: they
@@ -226,17 +231,17 @@ func TestStatsTooDeep(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(stdout), &s))
 	us := func(n int64) int64 { return n * 1000 }
 	assert.Equal(t, 2*88, s.TooDeep)
-	got := map[string][3]int64{}
+	got := map[string][4]int64{}
 	for _, sp := range s.Spans {
-		got[sp.Name] = [3]int64{sp.Count, sp.Total, sp.Self}
+		got[sp.Name] = [4]int64{sp.Count, sp.Total, sp.Self, int64(sp.MaxDepth)}
 	}
 	// B/E: the slice at depth d (0 to 511) ends at the E of depth d+88,
 	// at 1111-d: it lasts 1111-2d, 2 more than the one inside it.
 	// X: the slice at depth d lasts 1200-2d; the 512th has no child.
-	assert.Equal(t, map[string][3]int64{
-		"f": {512, us(307200), us(511*2 + 89)},
-		"g": {512, us(512*1200 - 511*512), us(511*2 + 1200 - 2*511)},
-		"h": {1, us(1), us(1)},
+	assert.Equal(t, map[string][4]int64{
+		"f": {512, us(307200), us(511*2 + 89), 511},
+		"g": {512, us(512*1200 - 511*512), us(511*2 + 1200 - 2*511), 511},
+		"h": {1, us(1), us(1), 0},
 	}, got)
 	assert.Contains(t, s.Deep, "176 slices nested deeper than the 512 levels Perfetto keeps are left out")
 

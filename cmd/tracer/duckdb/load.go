@@ -14,11 +14,19 @@ import (
 	"github.com/gotracer/tracer/cmd/tracer/internal/tables"
 )
 
+// DefaultMaxPending is the default DB.MaxPending: 128K slices, about
+// 30 MB of them waiting. (The Builder's own default, a million, is
+// export's, which cannot rewrite its rows.)
+const DefaultMaxPending = 1 << 17
+
 // A DB is an in-memory DuckDB database holding the tables of traces.
 type DB struct {
 	*sql.DB
 	// MaxPending bounds the slices Load keeps waiting for an enclosing
-	// slice (tables.Builder.MaxPending); 0 means the default.
+	// slice (tables.Builder.MaxPending); 0 means DefaultMaxPending.
+	// Slices written before one that encloses them came are nested again
+	// once every row is in (see renest.go): the bound costs no exactness,
+	// only the time of that.
 	MaxPending int
 
 	conn  driver.Conn // the connection of the appenders but the slices'
@@ -134,12 +142,23 @@ func (db *DB) Load(paths []string) (tables.Report, error) {
 	})
 	b := tables.NewBuilder(s)
 	b.MaxPending = db.MaxPending
+	if b.MaxPending <= 0 {
+		b.MaxPending = DefaultMaxPending
+	}
 	err := errors.Join(b.Build(paths, nil), s.slices.Close())
 	for _, a := range s.app {
 		err = errors.Join(err, a.Close())
 	}
 	s.app = nil
-	return b.Report, err
+	rep := b.Report
+	if err == nil && len(rep.Late) > 0 {
+		// Slices written before one that encloses them came: nested
+		// again, their depths and parents made right (see renest.go).
+		var dropped int64
+		dropped, err = db.renest(rep.Late)
+		rep.Unsure, rep.TooDeep = 0, rep.TooDeep+dropped
+	}
+	return rep, err
 }
 
 // A sink appends rows to the tables, through one Appender per table in

@@ -24,7 +24,6 @@ import (
 	"os"
 
 	"github.com/gotracer/tracer/cmd/tracer/duckdb"
-	"github.com/gotracer/tracer/cmd/tracer/internal/tables"
 )
 
 func main() {
@@ -35,7 +34,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("tracer sql", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	format := fs.String("format", duckdb.FormatTable, "the output `format`: table, csv or json")
-	pending := fs.Int("max-pending", tables.DefaultMaxPending, "the most slices kept waiting for their enclosing slice (memory: about 250 bytes each)")
+	pending := fs.Int("max-pending", duckdb.DefaultMaxPending, "the most slices kept waiting for their enclosing slice (memory: about 250 bytes each; those written before it are nested again at the end)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: tracer sql [-format table|csv|json] [-max-pending N] FILE... 'QUERY'")
 		fs.PrintDefaults()

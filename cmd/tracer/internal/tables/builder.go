@@ -33,6 +33,12 @@ type Report struct {
 	// TooDeep counts the slices nested deeper than the 512 levels
 	// trace_processor keeps, which it drops, and so do the tables.
 	TooDeep int64
+	// Late are the tracks (track ids) where a slice came that may
+	// enclose slices written before it, or begin inside one: the slices
+	// Unsure counts are among theirs. A Sink that can rewrite its rows
+	// nests those tracks' slices again, once every row is written, from
+	// their ts and dur (as tracer sql does, in DuckDB).
+	Late []int64
 }
 
 // Warnings returns what a tool should say of the rows: what could not be
@@ -454,8 +460,10 @@ func (b *Builder) place(t *track, n *node, begun bool) error {
 	}
 	b.Report.Unsure += t.enclosesWritten(n)
 	b.wait(t)
-	var nested bool
-	if nested = t.place(n); nested {
+	if in := t.place(n); in != nil && (in.row.TS != n.row.TS || in.end != n.end) {
+		// A parent came before its child. (Two slices of the same
+		// extent, two instants at one time among them, nest the later
+		// in the earlier, whatever the order of the file.)
 		t.parents = true
 	}
 	b.pending++
@@ -666,6 +674,7 @@ func (b *Builder) EndGroup() error {
 	}
 	for _, t := range b.waiting {
 		for _, n := range t.open {
+			b.Report.Unsure += t.enclosesWritten(n)
 			t.place(n)
 			b.pending++
 		}
@@ -674,6 +683,10 @@ func (b *Builder) EndGroup() error {
 	for _, t := range b.waiting {
 		if err := b.emit(t, len(t.roots)); err != nil {
 			return err
+		}
+		if t.late {
+			b.Report.Late = append(b.Report.Late, t.id)
+			t.late = false
 		}
 		// After the last slice, Perfetto's stack still holds it (an X's
 		// slices), or nothing (a B/E pair's, popped by its E).

@@ -96,15 +96,18 @@ func search(list []*node, n *node) int {
 }
 
 // insert adds n to the forest list, sorted by start, and returns it, and
-// whether a slice of list encloses n (n is then its descendant). Sizes
-// are kept right on the roots only, the ones read (a root and its
-// subtree are written together).
-func insert(list []*node, n *node) ([]*node, bool) {
+// the slice of list, or of its subtrees, that n is put in (nil if n is a
+// root of list). Sizes are kept right on the roots only, the ones read
+// (a root and its subtree are written together).
+func insert(list []*node, n *node) ([]*node, *node) {
 	i := search(list, n)
 	if i > 0 && contains(list[i-1], n) {
 		p := list[i-1]
-		p.children, _ = insert(p.children, n)
-		return list, true
+		var in *node
+		if p.children, in = insert(p.children, n); in == nil {
+			in = p
+		}
+		return list, in
 	}
 	j := i
 	for j < len(list) && contains(n, list[j]) {
@@ -112,7 +115,7 @@ func insert(list []*node, n *node) ([]*node, bool) {
 		j++
 	}
 	if j == i {
-		return slices.Insert(list, i, n), false
+		return slices.Insert(list, i, n), nil
 	}
 	// n encloses list[i:j], which become its children: n takes their
 	// place with one move of the tail, not a delete and an insert.
@@ -120,41 +123,44 @@ func insert(list []*node, n *node) ([]*node, bool) {
 	list[i] = n
 	k := copy(list[i+1:], list[j:])
 	clear(list[i+1+k:])
-	return list[:i+1+k], false
+	return list[:i+1+k], nil
 }
 
-// place adds n to t's forest and returns whether a root encloses it. A
-// file in start order puts each slice in the one before it, or in one of
-// its ancestors: so the path to the slice placed last is kept, and n is
-// put under the deepest slice on it that encloses it without a search
-// from the roots down, which in a chain of nested slices would cost time
-// quadratic in its depth.
-func (t *track) place(n *node) bool {
+// place adds n to t's forest and returns the slice it is put in, or nil
+// if it is a root. A file in start order puts each slice in the one
+// before it, or in one of its ancestors: so the path to the slice placed
+// last is kept, and n is put under the deepest slice on it that encloses
+// it without a search from the roots down, which in a chain of nested
+// slices would cost time quadratic in its depth.
+func (t *track) place(n *node) *node {
 	path := t.path
 	k := len(path) - 1
 	for k >= 0 && !contains(path[k], n) {
 		k--
 	}
 	if k < 0 {
-		var nested bool
-		t.roots, nested = insert(t.roots, n)
-		if nested {
+		var in *node
+		t.roots, in = insert(t.roots, n)
+		if in != nil {
 			t.rootOf(n).size += n.size
 			t.path = nil
 		} else {
 			t.path = append(t.path[:0], n)
 		}
-		return nested
+		return in
 	}
 	p := path[k]
-	p.children, _ = insert(p.children, n)
+	var in *node
+	if p.children, in = insert(p.children, n); in == nil {
+		in = p
+	}
 	path[0].size += n.size
 	if last := p.children[len(p.children)-1]; last == n {
 		t.path = append(path[:k+1], n) // the usual case: n is p's last child
 	} else {
 		t.path = nil
 	}
-	return true
+	return in
 }
 
 // rootOf returns the root whose subtree holds n.
@@ -177,6 +183,8 @@ type track struct {
 	extents  []extent // of the roots written, oldest first: a window of extBuf
 	extBuf   []extent
 	maxWrite int64   // latest start of a root written, MinInt64 before
+	maxEnd   int64   // latest end of a root written, MinInt64 before
+	late     bool    // a slice came that may enclose, or be inside, a root written: see Report.Late
 	path     []*node // from a root down to the slice placed last (see place)
 
 	points []*flowPoint // flow events waiting for their slice, by ts
@@ -190,7 +198,7 @@ type track struct {
 }
 
 func newTrack(id int64) *track {
-	return &track{id: id, ordered: true, maxStart: math.MinInt64, maxWrite: math.MinInt64}
+	return &track{id: id, ordered: true, maxStart: math.MinInt64, maxWrite: math.MinInt64, maxEnd: math.MinInt64}
 }
 
 // seeStart notes a slice (or B) beginning at ts, in file order.
@@ -240,6 +248,7 @@ type extent struct {
 // out.
 func (t *track) written(start, end int64, n int) {
 	t.maxWrite = max(t.maxWrite, start)
+	t.maxEnd = max(t.maxEnd, end)
 	if len(t.extents) == cap(t.extents) && len(t.extents) >= maxExtents {
 		// Move them to the front of a buffer, once per maxExtents
 		// roots written, rather than by one at each.
@@ -259,11 +268,16 @@ func (t *track) written(start, end int64, n int) {
 }
 
 // enclosesWritten returns how many slices already written n encloses,
-// forgetting them so that they count once.
+// forgetting them so that they count once. It marks the track late if n
+// may enclose a root written, or begin inside one.
 func (t *track) enclosesWritten(n *node) int64 {
+	if n.row.TS < t.maxEnd {
+		t.late = true
+	}
 	if n.row.TS > t.maxWrite {
 		return 0 // began after every written root: the common case
 	}
+	t.late = true
 	var count int64
 	keep := t.extents[:0]
 	for _, e := range t.extents {

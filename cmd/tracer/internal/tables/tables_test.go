@@ -197,10 +197,34 @@ func TestSlicesMatchTraceProcessor(t *testing.T) {
 			want := tracecheck.PerfettoSQL(t, tc.path, sliceQuery)[1:]
 			r, rep := build(t, tc.maxPending, tc.path)
 			assert.Zero(t, rep.Unsure)
+			assert.Empty(t, rep.Late, "no track to nest again")
 			require.Equal(t, want, sliceKeys(r))
 			assert.Equal(t, int64(len(want)), rep.Slices)
 		})
 	}
+}
+
+// TestZeroLengthTiesAreNoOrder: two slices of the same extent nest the
+// later in the earlier whatever the file's order (here an instant and
+// an X of no duration at one time, written children first as the tracer
+// package writes them), so they do not make a track look written
+// parents first: the instant before them, at the start of the span that
+// comes last and holds them all, waits for it (it was written at depth 0
+// before, and counted as unsure).
+func TestZeroLengthTiesAreNoOrder(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "zero.json")
+	require.NoError(t, os.WriteFile(path, []byte(`[
+{"name":"mark","ph":"i","ts":1,"pid":1,"tid":2},
+{"name":"inline","ph":"X","ts":4,"dur":0,"pid":1,"tid":2},
+{"name":"mark","ph":"i","ts":4,"pid":1,"tid":2},
+{"name":"block","ph":"X","ts":4,"dur":2,"pid":1,"tid":2},
+{"name":"walk","ph":"X","ts":3,"dur":5,"pid":1,"tid":2},
+{"name":"emit","ph":"X","ts":1,"dur":90,"pid":1,"tid":2}
+]`), 0o644))
+	want := tracecheck.PerfettoSQL(t, path, sliceQuery)[1:]
+	r, rep := build(t, 0, path)
+	assert.Zero(t, rep.Unsure)
+	require.Equal(t, want, sliceKeys(r))
 }
 
 // endOrdered returns a trace of requests on threads, each a request
@@ -234,6 +258,7 @@ func TestMaxPendingBoundsMemory(t *testing.T) {
 	all, _ := build(t, 0, path)
 	r, rep := build(t, 10, path)
 	assert.Positive(t, rep.Unsure)
+	assert.NotEmpty(t, rep.Late, "the tracks of the slices counted as unsure")
 	assert.Len(t, r.slices, len(all.slices))
 	ids := map[int64]bool{}
 	for _, s := range r.slices {

@@ -82,6 +82,10 @@ type Analyzer struct {
 	foldIdx    []int32
 	stacked    int // the slices of every track's tree
 	foldChain  []bool
+	sets       []depthSet // see depth.go
+	freeSets   []int32
+	below      below            // see depth.go
+	shared     [256]int32       // sets give offers to entries
 	flows      map[string]int32 // flow ids (category, name, id): their number
 	flowEvs    []flowEvent      // see finishFlows
 	flowKey    []byte
@@ -115,6 +119,10 @@ type NameStats struct {
 	Count            int64
 	Total, Self, Max int64  // nanoseconds
 	Durations        Sketch // with Analyzer.Stats
+	// MaxDepth is the deepest depth of its slices (0: a top-level one),
+	// as Perfetto's slice table has it, with Analyzer.Stats, once Finish
+	// was called.
+	MaxDepth int32
 }
 
 // CounterStats are the numbers of one series of a counter.
@@ -226,7 +234,7 @@ func (a *Analyzer) subSelf(name int32, d int64) { a.Names[name].Self -= d }
 func (a *Analyzer) overlap(t *track, line int, name int32, s, e int64, p *slice) {
 	t.overlaps++
 	a.problemV(line, KindOverlap, "slice_spill_overlapping_complete_event", "", "slice %q [%s, %s] overlaps %q [%s, %s] (line %d) on pid %s tid %s without nesting: Perfetto moves the later of them to an extra track",
-		a.Names[name].Name, us(s), us(e), a.Names[p.name].Name, us(p.start), us(p.end), p.line, t.pid.Raw, t.tid.Raw)
+		a.Names[name].Name, us(s), us(e), a.Names[p.name].Name, us(p.start), us(p.end), p.line(), t.pid.Raw, t.tid.Raw)
 }
 
 // us formats nanoseconds as the microseconds of a ts.
@@ -857,6 +865,9 @@ func anchor(v []byte) int64 {
 // not reported: the spans around them were still open, and their X
 // events, written when a span ends, were never written.
 func (a *Analyzer) Finish(unterminated bool) {
+	if a.Stats {
+		a.resolveDepths()
+	}
 	a.finishAsyncs()
 	for _, t := range a.trackList {
 		if t.levels > maxNesting {

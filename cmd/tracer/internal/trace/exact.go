@@ -244,6 +244,9 @@ func (a *Analyzer) replay(t *track, end int64) (dropped, open int) {
 				e = ev.ts + dur
 			}
 			all = append(all, simSlice{start: ev.ts, end: e, name: ev.name, parent: parent, x: dur >= 0, line: ev.line})
+			if n := a.Names[ev.name]; int32(len(stack)) > n.MaxDepth {
+				n.MaxDepth = int32(len(stack))
+			}
 			stacks[k] = append(stack, int32(len(all)-1))
 		case 's', 't', 'f':
 			// Bound to the slice on top of the thread's stack, ended or

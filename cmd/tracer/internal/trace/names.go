@@ -114,6 +114,7 @@ func (a *Analyzer) group() {
 		g.Total += n.Total
 		g.Self += n.Self
 		g.Max = max(g.Max, n.Max)
+		g.MaxDepth = max(g.MaxDepth, n.MaxDepth)
 		g.Durations.Merge(&n.Durations)
 	}
 	for _, t := range a.trackList {
@@ -135,6 +136,7 @@ func (a *Analyzer) group() {
 			o.name = remap[o.name]
 		}
 	}
+	a.remapSets(remap)
 	a.Names, a.nameIdx = names, idx
 }
 

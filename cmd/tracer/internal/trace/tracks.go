@@ -72,13 +72,34 @@ type slice struct {
 	depth      int32
 	height     int32 // levels below it, folded ones included
 	name       int32 // index in Analyzer.names, or -1 for a fold
-	line       int32
-	be         bool // a B/E pair, which counts as lasting nothing in the order
+	below      int32 // the levels of the slices dropped below it: a set of depth.go, or 0
+	// lineBE is its line, or ^line for a B/E pair, which counts as
+	// lasting nothing in the order (one field: an entry is 64 bytes).
+	lineBE int32
 }
+
+// lineBE returns the lineBE of a slice at line, a B/E pair if be.
+func lineBE(line int, be bool) int32 {
+	if be {
+		return ^int32(line)
+	}
+	return int32(line)
+}
+
+// line returns the line of x's event.
+func (x *slice) line() int32 {
+	if x.lineBE < 0 {
+		return ^x.lineBE
+	}
+	return x.lineBE
+}
+
+// be reports whether x is a B/E pair.
+func (x *slice) be() bool { return x.lineBE < 0 }
 
 // key returns x's length in Perfetto's order.
 func (x *slice) key() int64 {
-	if x.be {
+	if x.be() {
 		return 0
 	}
 	return x.end - x.start
@@ -169,7 +190,7 @@ func (a *Analyzer) add(t *track, s, e int64, name int32, line int, be bool, seq 
 		a.unordered = true
 	}
 	if t.roots < len(t.stack) && !a.unordered && t.slices >= orderedAfter && e > t.last {
-		t.stack = t.collapse()
+		t.stack = a.collapse(t)
 	}
 	if t.slices == 0 || e > t.last {
 		t.last = e
@@ -179,7 +200,7 @@ func (a *Analyzer) add(t *track, s, e int64, name int32, line int, be bool, seq 
 	if n := len(st); t.roots == n && (n == 0 || st[n-1].end < s || st[n-1].end == s && st[n-1].start < s) {
 		// The usual case, made short: after every slice of a tree of
 		// top slices only, none of which it begins in or holds.
-		st = append(st, slice{start: s, end: e, seq: seq, sum: e - s, name: name, line: int32(line), parent: -1, be: be})
+		st = append(st, slice{start: s, end: e, seq: seq, sum: e - s, name: name, lineBE: lineBE(line, be), parent: -1})
 		a.addSelf(name, e-s)
 		t.busy += e - s
 		t.roots++
@@ -188,7 +209,7 @@ func (a *Analyzer) add(t *track, s, e int64, name int32, line int, be bool, seq 
 		a.resolveFlows(t, s, e, be)
 		return e
 	}
-	x := slice{start: s, end: e, seq: seq, sum: e - s, name: name, line: int32(line), parent: -1, be: be}
+	x := slice{start: s, end: e, seq: seq, sum: e - s, name: name, lineBE: lineBE(line, be), parent: -1}
 	zero := s == e
 	// Where the sort puts it.
 	pos := len(st)
@@ -207,7 +228,7 @@ func (a *Analyzer) add(t *track, s, e int64, name int32, line int, be bool, seq 
 			// top-level slice of its own; but it nests an X in a B
 			// still open at its start, whenever the E comes: stats
 			// replays such a track (see exact.go).
-			t.tangled = t.tangled || q.be
+			t.tangled = t.tangled || q.be()
 			a.overlap(t, line, name, s, e, q)
 			a.addSelf(name, e-s)
 			t.busy += e - s
@@ -216,7 +237,7 @@ func (a *Analyzer) add(t *track, s, e int64, name int32, line int, be bool, seq 
 			return e
 		}
 		a.problemV(line, KindNesting, "misplaced_end_event", "", "the E of %q comes at ts %s, after the end of %q [%s, %s] (line %d) that its B began in: Perfetto ends it there (misplaced_end_event)",
-			a.Names[name].Name, us(e), a.Names[q.name].Name, us(q.start), us(q.end), q.line)
+			a.Names[name].Name, us(e), a.Names[q.name].Name, us(q.start), us(q.end), q.line())
 		e = q.end
 		x.end, x.sum = e, e-s
 		a.noteCut(t, e)
@@ -267,7 +288,7 @@ func (a *Analyzer) add(t *track, s, e int64, name int32, line int, be bool, seq 
 	}
 	if level := x.depth + x.height + 1; level > t.levels {
 		if level > maxNesting && t.levels <= maxNesting {
-			t.deepLine = x.line
+			t.deepLine = x.line()
 		}
 		t.levels = level
 	}
@@ -352,20 +373,34 @@ func fixHeights(st []slice, off int) {
 }
 
 // collapse drops from t's tree every slice that is not a top one: their
-// durations are in their top slices' kids and sums, and their levels in
-// their top slices' heights.
-func (t *track) collapse() []slice {
+// durations are in their top slices' kids and sums, their levels in
+// their top slices' heights, and their depths in their top slices' sets
+// (see depth.go).
+func (a *Analyzer) collapse(t *track) []slice {
 	st := t.stack
 	if t.staleHeights {
 		fixHeights(st, 0)
 		t.staleHeights = false
 	}
 	out := t.roots
+	top := t.roots - 1 // in a preorder, the top slice above the ones that follow it
+	depths := a.Stats
 	for i := t.roots; i < len(st); i++ {
 		if st[i].parent < 0 {
+			if depths && top >= 0 {
+				a.give(&st[top])
+			}
 			st[out] = st[i]
+			top = out
 			out++
+			continue
 		}
+		if depths {
+			a.dropped(&st[i], st[i].depth-st[top].depth)
+		}
+	}
+	if depths && top >= 0 {
+		a.give(&st[top])
 	}
 	t.roots = out
 	return st[:out]
@@ -452,7 +487,14 @@ func (a *Analyzer) foldOlder(st []slice, opens []openSpan, from, n int, merge bo
 			idx[i] = int32(len(out))
 			out = append(out, c)
 		case c.parent >= 0 && !chain[c.parent]:
-			idx[i] = -1 // inside a folded subtree, whose sum holds it
+			// Inside a folded subtree, whose sum holds it: its depth goes
+			// to the entry kept above it (idx -2-k: out[k]).
+			k := idx[c.parent]
+			if k < 0 {
+				k = -2 - k
+			}
+			a.dropBelow(&out[k], &st[i])
+			idx[i] = -2 - k
 		default:
 			parent := c.parent
 			if parent >= 0 {
@@ -469,12 +511,14 @@ func (a *Analyzer) foldOlder(st []slice, opens []openSpan, from, n int, merge bo
 				f.end = max(f.end, c.end)
 				f.sum += c.sum
 				f.height = max(f.height, c.height)
+				a.dropBelow(f, &c)
 				idx[i] = int32(last)
 				continue
 			}
 			idx[i] = int32(len(out))
 			out = append(out, slice{start: c.start, end: c.end, seq: c.seq, sum: c.sum,
-				parent: parent, depth: c.depth, height: c.height, name: -1, line: c.line})
+				parent: parent, depth: c.depth, height: c.height, name: -1, lineBE: c.line()})
+			a.dropBelow(&out[len(out)-1], &c)
 		}
 	}
 	shift := int32(n - len(out))
@@ -505,10 +549,10 @@ func (t *track) encloses(ts int64, next bool) (caught, bound bool) {
 	}
 	for j := len(t.stack) - 1; j >= 0; j-- {
 		x := &t.stack[j]
-		if catapultHolds(x.start, x.end, ts, x.be) || next && x.start >= ts {
+		if catapultHolds(x.start, x.end, ts, x.be()) || next && x.start >= ts {
 			caught = true
 		}
-		if x.start <= ts && ts <= x.end && (!x.be || ts < x.end) {
+		if x.start <= ts && ts <= x.end && (!x.be() || ts < x.end) {
 			return caught || next, true
 		}
 		if x.depth == 0 && x.start <= ts {
