@@ -142,6 +142,8 @@ func idle(t *testing.T, srv *httptest.Server, index ...string) {
 // importers load it, and it holds every request that ran inside its window.
 func TestCaptureOfAServerUnderLoad(t *testing.T) {
 	srv := debugServer(t)
+	dir := t.TempDir()
+	var paths []string // loaded in both importers at the end: one browser for both
 	for _, gz := range []bool{false, true} {
 		t.Run(fmt.Sprintf("gzip=%v", gz), func(t *testing.T) {
 			stop := load(t, srv.URL, 2)
@@ -160,7 +162,7 @@ func TestCaptureOfAServerUnderLoad(t *testing.T) {
 			reqs := stop()
 			require.Equal(t, http.StatusOK, resp.StatusCode, "%s", body)
 			assert.Contains(t, resp.Header.Get("Content-Disposition"), "attachment; filename=\"trace-")
-			path := filepath.Join(t.TempDir(), "capture.json")
+			path := filepath.Join(dir, fmt.Sprintf("capture-%d.json", len(paths)))
 			if gz {
 				assert.Equal(t, "application/gzip", resp.Header.Get("Content-Type"))
 				// One gzip member: chrome://tracing reads the first only.
@@ -195,10 +197,11 @@ func TestCaptureOfAServerUnderLoad(t *testing.T) {
 				}
 			}
 			t.Logf("%d requests in the capture, %d of them known to be inside its window, %d events", len(got), inside, len(evs))
-			tracecheck.Import(t, path) // the answer as it came, gzip or not
+			paths = append(paths, path) // the answer as it came, gzip or not
 			idle(t, srv)
 		})
 	}
+	tracecheck.Import(t, paths...)
 }
 
 // TestOneCaptureAtATime: a second capture while one runs gets 409 and

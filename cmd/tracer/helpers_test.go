@@ -26,6 +26,12 @@ var (
 	generate = tracegen.Generate
 )
 
+// heavyRun reports whether TRACER_HEAVY is set, as .ci/run sets it. The
+// tests whose files are checked strictly here anyway load them in both
+// importers then only, so that the quick run starts fewer browsers; the
+// tests whose point is what the importers make of a file load it always.
+func heavyRun() bool { return os.Getenv("TRACER_HEAVY") != "" }
+
 // writeFile writes a hand-made file in dir and returns its path.
 func writeFile(t testing.TB, dir, name, content string) string {
 	t.Helper()
