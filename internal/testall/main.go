@@ -10,14 +10,18 @@
 //	go run ./internal/testall                  # go test ./... in every module
 //	go run ./internal/testall -race -count=1   # arguments go to every go test
 //
-// It runs `go test ARGS ./...` in each module in turn, root first, with the
-// output as go test prints it, and exits with status 1 if any module
-// failed, after naming them. A module is a directory with a go.mod below
+// It runs `go test ARGS ./...` in each module, two at a time: the root
+// module, whose tests take the longest, beside the nested ones in turn
+// (each of those mostly builds, and would leave a core idle). Each
+// module's output is printed whole, as go test prints it, once it
+// finishes. It exits with status 1 if any module failed, after naming
+// them. A module is a directory with a go.mod below
 // the root; testdata directories and directories whose names start with
 // "." or "_" are skipped, as the go command skips them.
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"io/fs"
 	"os"
@@ -25,6 +29,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 )
 
 func main() {
@@ -38,17 +43,34 @@ func main() {
 		fmt.Fprintln(os.Stderr, "testall:", err)
 		os.Exit(2)
 	}
-	var failed []string
-	for _, mod := range mods {
-		fmt.Printf("== go test %s in %s\n", strings.Join(append(os.Args[1:], "./..."), " "), mod)
+	var (
+		mu     sync.Mutex // orders the modules' outputs and failed
+		failed []string
+		wg     sync.WaitGroup
+	)
+	run := func(mod string) {
+		var out bytes.Buffer
+		fmt.Fprintf(&out, "== go test %s in %s\n", strings.Join(append(os.Args[1:], "./..."), " "), mod)
 		cmd := exec.Command("go", append(append([]string{"test"}, os.Args[1:]...), "./...")...)
 		cmd.Dir = filepath.Join(root, mod)
-		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
-		if err := cmd.Run(); err != nil {
+		cmd.Stdout, cmd.Stderr = &out, &out
+		err := cmd.Run()
+		mu.Lock()
+		defer mu.Unlock()
+		os.Stdout.Write(out.Bytes())
+		if err != nil {
 			failed = append(failed, mod)
 		}
 	}
+	wg.Go(func() { run(mods[0]) }) // the root module
+	wg.Go(func() {
+		for _, mod := range mods[1:] {
+			run(mod)
+		}
+	})
+	wg.Wait()
 	if len(failed) > 0 {
+		sort.Strings(failed)
 		fmt.Fprintf(os.Stderr, "testall: FAIL in %s\n", strings.Join(failed, ", "))
 		os.Exit(1)
 	}
