@@ -44,7 +44,10 @@ func TestFlusherDrainsOnItsOwn(t *testing.T) {
 
 	t.Run("sealed chunks", func(t *testing.T) {
 		tr, path := newTestTracer(t)
-		for i := 0; i < wakeChunks*chunkSlots+10; i++ { // fills and seals wakeChunks chunks
+		// Enough to seal wakeChunks chunks however the goroutine moves
+		// between Ps meanwhile: each P's chain may hold a chunk it did not
+		// fill (under -race and load, 2*chunkSlots+10 sealed only one).
+		for i := 0; i < (wakeChunks+runtime.GOMAXPROCS(0))*chunkSlots; i++ {
 			tr.Instant("burst")
 		}
 		require.True(t, eventually(t, path, `"burst"`, 5*time.Second),
