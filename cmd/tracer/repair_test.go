@@ -23,15 +23,7 @@ import (
 // member only (all chrome://tracing reads), and returns its events.
 func strictEvents(t *testing.T, path string) []map[string]any {
 	t.Helper()
-	data, err := os.ReadFile(path)
-	require.NoError(t, err)
-	if strings.HasSuffix(path, ".gz") {
-		zr, err := gzip.NewReader(bytes.NewReader(data))
-		require.NoError(t, err)
-		zr.Multistream(false)
-		data, err = io.ReadAll(zr)
-		require.NoError(t, err)
-	}
+	data := readPlain(t, path)
 	// A cleanly closed plain file is the object form, and so is what
 	// repair writes of one, with the members beside the events.
 	if trimmed := bytes.TrimSpace(data); len(trimmed) > 0 && trimmed[0] == '{' {

@@ -44,6 +44,23 @@ const smallSet = 8
 
 type nameLevel struct{ name, level int32 }
 
+// raiseSmall raises name's level in small to at least level, or adds it
+// while small holds fewer than smallSet names; it reports false when
+// small is full without name, for the caller to move to a map.
+func raiseSmall(small *[]nameLevel, name, level int32) bool {
+	for i := range *small {
+		if nl := &(*small)[i]; nl.name == name {
+			nl.level = max(nl.level, level)
+			return true
+		}
+	}
+	if len(*small) < smallSet {
+		*small = append(*small, nameLevel{name, level})
+		return true
+	}
+	return false
+}
+
 func (s *depthSet) len() int {
 	if s.big != nil {
 		return len(s.big)
@@ -60,14 +77,7 @@ func (s *depthSet) add(name, level int32) {
 		}
 		return
 	}
-	for i := range s.small {
-		if s.small[i].name == name {
-			s.small[i].level = max(s.small[i].level, v)
-			return
-		}
-	}
-	if len(s.small) < smallSet {
-		s.small = append(s.small, nameLevel{name, v})
+	if raiseSmall(&s.small, name, v) {
 		return
 	}
 	s.big = make(map[int32]int32, 2*smallSet)
@@ -135,14 +145,7 @@ func (a *Analyzer) belowName(name, level int32) {
 		a.set(b.id).add(name, level)
 		return
 	}
-	for i := range b.small {
-		if b.small[i].name == name {
-			b.small[i].level = max(b.small[i].level, level)
-			return
-		}
-	}
-	if len(b.small) < smallSet {
-		b.small = append(b.small, nameLevel{name, level})
+	if raiseSmall(&b.small, name, level) {
 		return
 	}
 	a.belowSet()
