@@ -174,3 +174,41 @@ func ExampleNewFlightRecorder() {
 	// {"name":"send","ph":"X","ts":T,"dur":D,"pid":P,"tid":G1},
 	// 2 overwritten
 }
+
+// A tee gives a second io.Writer a trace of its own of what a running
+// tracer records until its Stop, as a server's capture on demand does,
+// while the tracer's file gets everything. The span open when the tee
+// starts, whose B event the file has (a LongSpan writes it at once), is
+// in the tee's head; what ended before the tee is not in it; the span
+// still open at Stop ends the tee's trace as a B event.
+func ExampleTracer_Tee() {
+	defer inTempDir()()
+
+	tr, err := tracer.New("trace.json")
+	if err != nil {
+		log.Fatal(err)
+	}
+	endServe := tr.LongSpan("serve")
+	tr.Span("before the capture")()
+
+	var capture bytes.Buffer
+	tee, err := tr.Tee(&capture)
+	if err != nil {
+		log.Fatal(err)
+	}
+	tr.Span("request", tracer.Int("n", 1))()
+	endPending := tr.Span("pending")
+	if err := tee.Stop(); err != nil {
+		log.Fatal(err)
+	}
+	endPending()
+	endServe()
+	if err := tr.Close(); err != nil {
+		log.Fatal(err)
+	}
+	printEvents(capture.Bytes())
+	// Output:
+	// {"name":"serve","ph":"B","ts":T,"pid":P,"tid":G1},
+	// {"name":"request","ph":"X","ts":T,"dur":D,"pid":P,"tid":G1,"args":{"n":1}},
+	// {"name":"pending","ph":"B","ts":T,"pid":P,"tid":G1},
+}

@@ -42,7 +42,7 @@ type flusher struct {
 	fileRaw    int64         // bytes encoded for the current file, when rotating
 	headRaw    int64         // of them, the file's head and the tracks' names: see maybeRotate
 	traits     sinkTraits    // what the sink says of itself
-	names      *trackNames   // goroutine names to write again, for files or a window
+	names      *trackNames   // goroutine names to write again: for files, a window or a tee's head
 	shared     *sharedTracks // goroutines drawn on lanes (WithLanes), if not nil
 	auto       autoNames     // goroutines named, by the program or by the flusher
 
@@ -57,6 +57,8 @@ type flusher struct {
 	giveUp <-chan time.Time
 
 	periodic bool // the pass under way is the flusher goroutine's: see waitForEvents
+
+	tees []*teeStream // the tees attached and not yet ended: see teehead.go
 }
 
 // A cursor walks one chain during a pass; the chain keeps its position.
@@ -72,18 +74,29 @@ func (f *flusher) prepare(r *recorder, o *options, s sink) (base int64) {
 	f.r, f.opts, f.base, f.wall = r, o, base, wallAt(base)
 	f.batchLimit = batchBytes
 	f.traits = s.traits()
-	if f.traits.files != nil || f.traits.window {
-		f.names = newTrackNames()
-	}
+	// Every tracer remembers its goroutines' names, for a tee's head;
+	// only files and a window write them again, and need to know which
+	// goroutines each batch holds (the encoder tells them: fileNames).
+	f.names = newTrackNames()
 	f.asyncs.keepArgs = f.traits.files != nil
 	if o.lanes {
 		f.shared = newSharedTracks(f.names)
 		f.open.forget = f.shared.abandon
 	}
 	f.enc = newEncoder(processID, base)
-	f.enc.drawOn(f.names, f.shared)
+	f.enc.drawOn(f.fileNames(), f.shared)
 	f.out.prepare(s, o.onError, &r.progress, &r.own.writing)
 	return base
+}
+
+// fileNames returns the track names the encoder tells of every event's
+// track, nil if the names are not written again in the file: see
+// trackNames.see.
+func (f *flusher) fileNames() *trackNames {
+	if f.traits.files != nil || f.traits.window {
+		return f.names
+	}
+	return nil
 }
 
 // start starts the writer goroutine and the flusher goroutine, which
@@ -273,7 +286,7 @@ merge:
 			if len(f.kept) > 0 && f.kept[0].at() <= h.at() {
 				f.popKeptEnds(h.at() + 1)
 			}
-			if f.names != nil && f.shared == nil { // with lanes, goroutines are no tracks
+			if h.setsName() && f.shared == nil { // with lanes, goroutines are no tracks
 				s, pos := c.l.chunk()
 				f.names.note(h, s[pos+1:pos+h.slots()])
 			}
@@ -389,9 +402,7 @@ func (f *flusher) take(c *cursor, h *slot, cut, limit int64) uint64 {
 		if f.shared != nil && h.kind() != kindCounter {
 			lane = f.momentaryLane(h)
 		}
-		if !f.traits.window { // a dump pairs them itself: see keepPairs
-			f.asyncs.note(h, rest)
-		}
+		f.asyncs.note(h, rest) // a dump pairs them itself (see keepPairs), a tee's head needs them
 		f.enc.event(h, rest)
 		if lane != nil {
 			f.shared.give(lane, h.at())
@@ -526,9 +537,7 @@ func (f *flusher) startBatch(block bool) bool {
 // before the array's end if the batch ends it.
 func (f *flusher) appendNames() {
 	f.appendLaneNames()
-	if f.names != nil {
-		f.names.forPending(f.appendTrackName)
-	}
+	f.names.forPending(f.appendTrackName)
 }
 
 // appendLaneNames writes the names of the lanes made since it last ran
@@ -569,9 +578,7 @@ func (f *flusher) send() {
 	before := f.enc.size()
 	f.appendNames()
 	f.headRaw += int64(f.enc.size() - before) // see maybeRotate
-	if f.names != nil {
-		f.names.nextBatch()
-	}
+	f.names.nextBatch()
 	b := f.enc.finish()
 	f.fileRaw += int64(len(b.buf))
 	f.out.enqueue(b)
@@ -587,9 +594,7 @@ func (f *flusher) takeFailures() {
 	seq, _ := f.enc.pos()
 	for _, fl := range f.out.takeFailures(seq) {
 		f.open.unwrite(fl)
-		if f.names != nil {
-			f.names.newFile()
-		}
+		f.names.newFile()
 		f.reportedDrops = math.MaxUint64
 	}
 }
@@ -629,6 +634,10 @@ func (f *flusher) syncBy(giveUp <-chan time.Time) error {
 // event is the final drop counter, written without the comma, so a closed
 // file is strict JSON.
 func (f *flusher) close() {
+	if len(f.tees) > 0 {
+		f.pass(true)
+		f.endTees()
+	}
 	f.closing = true
 	if !f.traits.window {
 		f.pass(true)
@@ -807,7 +816,8 @@ func (f *flusher) snapshot(window [][]byte) []byte {
 	f.appendHeader()
 	head := f.enc.size()
 	f.names.forAll(func(gid uint64, tn *trackName) { f.enc.appendTrackName(gid, tn) })
-	f.open.appendBegins(&f.enc)
+	f.open.appendBegins(&f.enc, allSpans)
+	f.open.anys.appendAsyncs(&f.enc)
 	f.appendLast()
 	enc := done()
 
@@ -863,9 +873,7 @@ func (f *flusher) nameGoroutines(names map[uint64]trackName) {
 	}
 	for gid, tn := range names {
 		f.enc.appendTrackName(gid, &tn)
-		if f.names != nil {
-			f.names.adopt(gid, tn)
-		}
+		f.names.adopt(gid, tn)
 	}
 	f.send()
 }
@@ -877,10 +885,8 @@ func (f *flusher) autoName(gid uint64) {
 		return // on lanes, goroutines are no tracks
 	}
 	tn := trackName{name: "goroutine " + strconv.FormatUint(gid, 10), hasName: true}
-	if f.names != nil {
-		f.names.adopt(gid, tn) // named again in later files and in dumps
-	}
-	if !f.traits.window { // a dump writes the names it remembers
+	f.names.adopt(gid, tn) // named again in later files, dumps and tees' heads
+	if !f.traits.window {  // a dump writes the names it remembers
 		f.enc.appendTrackName(gid, &tn)
 	}
 }

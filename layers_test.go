@@ -93,7 +93,7 @@ func packageFiles(t *testing.T) (*token.FileSet, []*ast.File, map[string]int, fu
 			continue
 		}
 		_, ok := rank[name]
-		assert.True(t, ok, "%s is in no stage: add it to the table in docs/internals.md", name)
+		require.True(t, ok, "%s is in no stage: add it to the table in docs/internals.md", name)
 		src, err := os.ReadFile(name)
 		require.NoError(t, err)
 		f, err := parser.ParseFile(fset, name, src, parser.SkipObjectResolution)

@@ -303,6 +303,29 @@ func (a *anySpans) appendAsyncs(enc *encoder) {
 	}
 }
 
+// appendWrittenAsyncs appends the "b" event of each SpanHandle off its
+// stack whose "b" is written and whose end has not come, without noting
+// anything: the head of a tee's trace (see teehead.go).
+func (a *anySpans) appendWrittenAsyncs(enc *encoder) {
+	for _, st := range a.asyncs {
+		if st.written {
+			enc.anyAsync(&st.start, st.rest, nil, 'b', st.start.at())
+		}
+	}
+}
+
+// endAsyncs appends, at the end of a tee's trace, an "e" at nanotime at
+// for each SpanHandle off its stack whose end has not come, after its
+// "b" if that is still to be written.
+func (a *anySpans) endAsyncs(enc *encoder, at int64) {
+	for _, st := range a.asyncs {
+		if !st.written {
+			enc.anyAsync(&st.start, st.rest, nil, 'b', st.start.at())
+		}
+		enc.anyAsync(&st.start, st.rest, nil, 'e', at)
+	}
+}
+
 // reopenAsyncs appends, after reopen's B events, the "b" event of each
 // SpanHandle off its stack whose "b" is in an earlier file and whose end
 // has not come, so that its "e" has its "b" in the file it is in, and

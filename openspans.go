@@ -274,15 +274,26 @@ func (f *flusher) writeOldBegins(before int64, block bool) bool {
 	return f.writeOldAsyncs(before, block)
 }
 
-// appendBegins appends a B event for each open span, outermost first, for
-// a flight recording: see snapshot.
-func (o *openSpans) appendBegins(enc *encoder) {
+// A spanSet selects open spans by whether their B event is written.
+type spanSet uint8
+
+const (
+	allSpans       spanSet = iota
+	writtenSpans           // those whose B is in the file
+	unwrittenSpans         // those still to be written: as X when they end, or as B once old
+)
+
+// appendBegins appends a B event for each open span of set, outermost
+// first, without noting anything: for a flight recording (see snapshot)
+// and a tee's head and end (see teehead.go).
+func (o *openSpans) appendBegins(enc *encoder, set spanSet) {
 	for _, s := range o.stacks {
 		for i := range *s {
-			enc.begin(&(*s)[i].start, (*s)[i].rest())
+			if sp := &(*s)[i]; set == allSpans || sp.written == (set == writtenSpans) {
+				enc.begin(&sp.start, sp.rest())
+			}
 		}
 	}
-	o.anys.appendAsyncs(enc)
 }
 
 // reopen appends again, at the top of a new file, the B event of each

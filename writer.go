@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 	"time"
 
@@ -26,9 +27,11 @@ const queueBatches = 8
 type batchOp uint8
 
 const (
-	opWrite  batchOp = iota // write buf
-	opRotate                // start a new file: end to the old one, then buf, which starts with the new file's head
-	opSync                  // write nothing: send the errors so far on done once everything before it is written
+	opWrite    batchOp = iota // write buf
+	opRotate                  // start a new file: end to the old one, then buf, which starts with the new file's head
+	opSync                    // write nothing: send the errors so far on done once everything before it is written
+	opTeeStart                // copy every later batch to tee, after buf, the head of its trace (see Tracer.Tee)
+	opTeeEnd                  // copy nothing more to tee, after buf, the end of its trace
 )
 
 // A batch is one unit of the writer's queue.
@@ -41,8 +44,9 @@ type batch struct {
 	events  int    // events in buf, for Stats
 	seq     uint64 // the encoder's number for it: names the B events it holds
 	done    chan error
-	ends    []endRef // its E events
-	repeats []endRef // opRotate: the B events its head repeats, and where the file holds them
+	ends    []endRef   // its E events
+	repeats []endRef   // opRotate: the B events its head repeats, and where the file holds them
+	tee     *teeStream // opTeeStart, opTeeEnd
 }
 
 // The encoder fills a batch through these, and the writer reads it.
@@ -94,6 +98,8 @@ type writer struct {
 	fails  failures // the failed-write protocol's state: see failedwrites.go
 	joined []byte   // carried ends and the next batch, for one write
 
+	tees []*teeStream // the tees every batch is copied to: see Tracer.Tee
+
 	fileEvents int // events written to the current file: see rotate
 
 	busySince atomic.Int64 // nanotime when the write under way started, 0 when none is
@@ -108,7 +114,7 @@ type writer struct {
 
 func (w *writer) prepare(s sink, onError func(error), progress *progressSignal, gid *atomic.Uint64) {
 	w.sink, w.files, w.onError, w.progress, w.gid = s, s.traits().files, onError, progress, gid
-	w.queue = make(chan *batch, queueBatches+4) // room for syncs besides the batches
+	w.queue = make(chan *batch, queueBatches+16) // room for syncs and tees' heads and ends besides the batches
 	w.free = make(chan *batch, queueBatches)
 	for range queueBatches {
 		w.free <- &batch{}
@@ -182,10 +188,20 @@ func (w *writer) run() {
 			w.mu.Unlock()
 			b.done <- err
 			continue
+		case opTeeStart:
+			b.tee.put(b.buf)
+			w.tees = append(w.tees, b.tee)
+			continue
+		case opTeeEnd:
+			w.tees = slices.DeleteFunc(w.tees, func(s *teeStream) bool { return s == b.tee })
+			b.tee.end(b.buf)
+			continue
 		case opRotate:
+			w.copyToTees(b.buf[b.headLen:]) // the tees have their own head, and no end yet
 			w.fails.unpair(b)
 			w.rotate(b)
 		default:
+			w.copyToTees(b.buf)
 			w.fails.unpair(b)
 			w.write(b, b.buf)
 		}
@@ -195,12 +211,24 @@ func (w *writer) run() {
 	}
 }
 
+// copyToTees copies p, events as encoded, to every tee: before unpair,
+// which turns an E whose B the file lost into an instant (a tee has that
+// B), and before a write that may fail.
+func (w *writer) copyToTees(p []byte) {
+	for _, s := range w.tees {
+		s.put(p)
+	}
+}
+
 // finish waits for the writer goroutine to write what is queued, closes
 // the sink and returns the write errors since the last sync and the
 // sink's Close error. The queue must hold nothing more to come.
 func (w *writer) finish() error {
 	close(w.queue)
 	<-w.exited
+	for _, s := range w.tees { // none: Close ends them first (see flusher.endTees)
+		s.abort(ErrClosed)
+	}
 	w.lost.Add(uint64(w.fails.drop())) // no write came after the one that failed
 	w.mu.Lock()
 	err := w.errs.take()

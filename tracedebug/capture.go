@@ -45,30 +45,14 @@ func serveTrace(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer capturing.Store(false)
-	if tracer.Enabled() {
-		http.Error(w, alreadyTracing, http.StatusConflict)
-		return
-	}
 
 	gz := r.URL.Query().Get("gzip") == "1"
 	s := &stream{w: w, rc: http.NewResponseController(w), gzip: gz}
-	tr, err := tracer.NewWithWriter(s, // its head waits in s until it is the default
-		tracer.WithErrorHandler(func(error) {}), // a client gone: nothing to tell the program
-		tracer.WithStopTimeout(stopTimeout))
+	end, err := record(s)
 	if err != nil {
 		http.Error(w, "tracedebug: "+err.Error(), http.StatusInternalServerError)
 		return
 	}
-	if err := tracer.SetDefault(tr); err != nil {
-		_ = tr.Close()
-		if errors.Is(err, tracer.ErrStarted) {
-			http.Error(w, alreadyTracing, http.StatusConflict)
-		} else {
-			http.Error(w, "tracedebug: "+err.Error(), http.StatusInternalServerError)
-		}
-		return
-	}
-
 	attachment(w.Header(), "trace", gz)
 	s.open()
 
@@ -78,19 +62,52 @@ func serveTrace(w http.ResponseWriter, r *http.Request) {
 	case <-timer.C:
 	case <-r.Context().Done(): // the client went away
 	}
-	// Close writes the spans still open as B events and ends the trace,
-	// and clears the default tracer. A client that stopped reading makes
-	// it give up after stopTimeout; the write under way is then cut, so
-	// that nothing writes to w once the handler returns.
-	if err := tr.Close(); err != nil {
+	// The end writes the spans still open as B events and ends the
+	// trace. A client that stopped reading makes it give up after the
+	// stop timeout; the write under way is then cut, so that nothing
+	// writes to w once the handler returns.
+	if err := end(); err != nil {
 		_ = s.rc.SetWriteDeadline(time.Now())
 	}
 	s.shut()
 }
 
-// alreadyTracing is the answer to a capture while the default tracer runs.
-const alreadyTracing = "tracedebug: the program's default tracer is running already (tracer.Start, TRACER_FILE, a flight recorder or tracetest): " +
-	"its trace holds this window; cut it out of that file with tracer cut, or see /recent"
+// record starts recording the program's trace to s, and returns the
+// function that ends it. If the program's default tracer runs (tracer.Start,
+// TRACER_FILE, a flight recorder, tracetest), s is a tee of it, and its
+// own file loses nothing; otherwise record starts a default tracer
+// writing to s, which end stops, so that while nothing is captured,
+// instrumented code costs what it costs with tracing off.
+func record(s *stream) (end func() error, err error) {
+	for {
+		if tr := tracer.Default(); tr != nil {
+			te, err := tr.Tee(s)
+			if errors.Is(err, tracer.ErrClosed) {
+				continue // it was stopped meanwhile
+			}
+			if err != nil {
+				return nil, err
+			}
+			return te.Stop, nil
+		}
+		tr, err := tracer.NewWithWriter(s, // its head waits in s until it is the default
+			tracer.WithErrorHandler(func(error) {}), // a client gone: nothing to tell the program
+			tracer.WithStopTimeout(stopTimeout))
+		if err != nil {
+			return nil, err
+		}
+		err = tracer.SetDefault(tr)
+		if err == nil {
+			return tr.Close, nil
+		}
+		_ = tr.Close()
+		s.reset()
+		if !errors.Is(err, tracer.ErrStarted) {
+			return nil, err
+		}
+		// The program started its tracer meanwhile: tee it.
+	}
+}
 
 // seconds reads the request's seconds parameter.
 func seconds(r *http.Request) (float64, error) {
@@ -170,6 +187,14 @@ func (s *stream) open() {
 		_, _ = s.send(s.held)
 		s.held = nil
 	}
+}
+
+// reset forgets what s holds: the head of a tracer that did not become
+// the default.
+func (s *stream) reset() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.held = nil
 }
 
 // shut ends the gzip member and makes every later write fail, once the

@@ -39,7 +39,7 @@ var indexPage = template.Must(template.New("index").Parse(`<!DOCTYPE html>
 <button type="button" id="open">open in ui.perfetto.dev</button>
 </form>
 {{if .Capturing}}<p><b>A capture is running</b>: one at a time.</p>{{end}}
-{{if .Tracing}}<p><b>The program traces already</b> (its default tracer runs): a capture answers 409; its own trace{{if .Recorder}}, or the flight recorder below,{{end}} holds what it records.</p>{{end}}
+{{if .Tracing}}<p><b>The program traces already</b> (its default tracer runs): a capture is a copy of what it records meanwhile, and its own trace{{if .Recorder}} (the flight recorder below){{end}} loses nothing.</p>{{end}}
 <p>From a shell: <code>tracer view 'URL'</code>, <code>tracer stats 'URL'</code> or <code>curl -o trace.json 'URL'</code> with this page's <code>trace?seconds=5</code>.</p>
 <h2>The last seconds</h2>
 {{if .Recorder}}<p><a href="recent">recent</a>: the window of the program's flight recorder (<a href="recent?gzip=1">gzip</a>).</p>

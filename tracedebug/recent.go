@@ -24,8 +24,8 @@ var recorder atomic.Pointer[tracer.FlightRecorder]
 //	tracer.SetDefault(r.Tracer())
 //	tracedebug.SetFlightRecorder(r)
 //
-// While the default tracer is the recorder, /debug/tracer/trace answers
-// 409 Conflict: the recorder's window is the trace to ask for.
+// While the default tracer is the recorder, /debug/tracer/trace is a tee
+// of it: the next seconds, beside the window the recorder keeps.
 func SetFlightRecorder(r *tracer.FlightRecorder) { recorder.Store(r) }
 
 // noRecorder is the answer of /recent when the program set no recorder.

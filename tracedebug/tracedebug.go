@@ -32,15 +32,19 @@
 //     through the package-level functions of package tracer (tracer.Span,
 //     tracehttp, traceslog...): while nothing is captured they cost what they
 //     cost with tracing off, one atomic load a call. Spans open when the
-//     capture ends are in it with their start, drawn to its end; spans begun
-//     before it started are not (nothing was recorded then). One capture runs
-//     at a time: a second gets 409 Conflict, and so does a capture of a
-//     program whose default tracer already runs (tracer.Start, TRACER_FILE,
-//     tracetest): read that trace instead (tracer cut cuts a window out of
-//     it). While a capture runs, tracer.Start and tracer.SetDefault return
-//     tracer.ErrStarted. A client that goes away ends the capture, and a
-//     client that reads too slowly makes the capture drop events, which the
-//     trace's drop counter shows, rather than hold memory or slow the program.
+//     capture ends are in it with their start, drawn to its end. If the
+//     program's default tracer runs already (tracer.Start, TRACER_FILE, a
+//     flight recorder, tracetest), the capture is a tee of it (see
+//     tracer.Tee): its file gets everything as before, and the capture also
+//     holds the spans open when it began that the tracer had written, with
+//     their start. Otherwise the capture starts a default tracer for its
+//     window, and spans begun before it are not in it (nothing was recorded
+//     then); while it runs, tracer.Start and tracer.SetDefault return
+//     tracer.ErrStarted. One capture runs at a time: a second gets 409
+//     Conflict. A client that goes away ends the capture; a client that
+//     reads too slowly makes it drop events, which the trace's drop counter
+//     shows (a capture of the program's own tracer is cut instead, as a file
+//     cut by a crash is), rather than hold memory or slow the program.
 //   - /debug/tracer/recent answers with the window of the flight recorder
 //     given to SetFlightRecorder (gzip=1 compresses it), or says how to set
 //     one up.

@@ -96,6 +96,19 @@ func load(t *testing.T, url string, n int) (stop func() []request) {
 	}
 }
 
+// one sends one request to the app at url, with the id req.
+func one(t *testing.T, url, req string) {
+	t.Helper()
+	r, err := http.NewRequest("GET", url+"/work", nil)
+	require.NoError(t, err)
+	r.Header.Set("X-Req", req)
+	resp, err := http.DefaultClient.Do(r)
+	require.NoError(t, err)
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+}
+
 // debugServer serves the app and, on the same mux, tracedebug's handler.
 func debugServer(t *testing.T) *httptest.Server {
 	mux := http.NewServeMux()
@@ -139,13 +152,28 @@ func idle(t *testing.T, srv *httptest.Server, index ...string) {
 
 // TestCaptureOfAServerUnderLoad captures a real server on 127.0.0.1 while
 // it serves: the capture is strict JSON, every goroutine's spans nest, both
-// importers load it, and it holds every request that ran inside its window.
+// importers load it, and it holds every request that ran inside its window;
+// so does the program's own file when it traces already (the capture is
+// a tee of its tracer).
 func TestCaptureOfAServerUnderLoad(t *testing.T) {
 	srv := debugServer(t)
 	dir := t.TempDir()
 	var paths []string // loaded in both importers at the end: one browser for both
-	for _, gz := range []bool{false, true} {
-		t.Run(fmt.Sprintf("gzip=%v", gz), func(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		gz, file bool
+	}{
+		{"plain", false, false},
+		{"gzip", true, false},
+		{"beside the program's file", false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			gz := tc.gz
+			own := filepath.Join(dir, "own.json")
+			if tc.file {
+				require.NoError(t, tracer.Start(own))
+				one(t, srv.URL, "before")
+			}
 			stop := load(t, srv.URL, 2)
 			const d = 500 * time.Millisecond
 			url := srv.URL + "/debug/tracer/trace?seconds=" + strconv.FormatFloat(d.Seconds(), 'f', -1, 64)
@@ -198,6 +226,19 @@ func TestCaptureOfAServerUnderLoad(t *testing.T) {
 			}
 			t.Logf("%d requests in the capture, %d of them known to be inside its window, %d events", len(got), inside, len(evs))
 			paths = append(paths, path) // the answer as it came, gzip or not
+			if tc.file {
+				one(t, srv.URL, "after")
+				require.NoError(t, tracer.Stop())
+				inFile := map[string]bool{}
+				for _, s := range tracecheck.SlicesNamed(tracecheck.Tracks(t, tracecheck.Read(t, own)), "work") {
+					inFile[fmt.Sprint(s.Args["req"])] = true
+				}
+				for id := range got {
+					assert.True(t, inFile[id], "request %s is in the capture and not in the program's own file", id)
+				}
+				assert.True(t, inFile["before"] && inFile["after"], "the file holds the requests before and after the capture too")
+				assert.False(t, got["before"] || got["after"], "the capture holds neither")
+			}
 			idle(t, srv)
 		})
 	}
@@ -274,9 +315,8 @@ func TestStalledClient(t *testing.T) {
 	}
 }
 
-// TestCaptureRefusals: bad seconds, a capture longer than the server's
-// WriteTimeout, and a program whose default tracer runs already each get
-// a clear answer, and start nothing.
+// TestCaptureRefusals: bad seconds and a capture longer than the server's
+// WriteTimeout each get a clear answer, and start nothing.
 func TestCaptureRefusals(t *testing.T) {
 	srv := debugServer(t)
 	for _, tc := range []struct {
@@ -308,21 +348,10 @@ func TestCaptureRefusals(t *testing.T) {
 		assert.Contains(t, string(body), "WriteTimeout")
 	})
 
-	t.Run("already tracing", func(t *testing.T) {
-		var own bytes.Buffer
-		tr, err := tracer.NewWithWriter(&own)
-		require.NoError(t, err)
-		require.NoError(t, tracer.SetDefault(tr))
-		defer tracer.Stop()
-		code, body, _ := get(t, context.Background(), srv.URL+"/debug/tracer/trace?seconds=0.1")
-		assert.Equal(t, http.StatusConflict, code)
-		assert.Contains(t, string(body), "default tracer is running already")
-		assert.Same(t, tr, tracer.Default(), "the program's tracer goes on")
-	})
 }
 
 // TestRecent serves the flight recorder's window, or says how to keep
-// one; while the recorder is the default tracer, a capture is refused.
+// one; while the recorder is the default tracer, a capture is a tee of it.
 func TestRecent(t *testing.T) {
 	srv := debugServer(t)
 	code, body, _ := get(t, context.Background(), srv.URL+"/debug/tracer/recent")
@@ -361,9 +390,14 @@ func TestRecent(t *testing.T) {
 		assert.NotEmpty(t, tracecheck.Named(evs, "work"))
 	}
 
-	code, body, _ = get(t, context.Background(), srv.URL+"/debug/tracer/trace?seconds=0.1")
-	assert.Equal(t, http.StatusConflict, code)
-	assert.Contains(t, string(body), "see /recent")
+	stop = load(t, srv.URL, 2)
+	code, body, _ = get(t, context.Background(), srv.URL+"/debug/tracer/trace?seconds=0.2")
+	stop()
+	require.Equal(t, http.StatusOK, code, "%s", body)
+	evs := tracecheck.Parse(t, body)
+	tracecheck.Tracks(t, evs)
+	assert.NotEmpty(t, tracecheck.Named(evs, "work"))
+	assert.Same(t, r.Tracer(), tracer.Default(), "the recorder goes on")
 }
 
 // TestIndexAndPaths: the index lists what there is with relative links,

@@ -44,15 +44,39 @@ type Span struct {
 	Parent *Span
 }
 
-// memory is the default tracer that Record starts, shared by every live
-// Recorder: there is one default tracer, and code under test records into
-// it through the package-level functions.
+// memory is what Record's Recorders read, shared by every live Recorder:
+// there is one default tracer, and code under test records into it
+// through the package-level functions. It is the default tracer's own
+// writer if Record started it, or a tee of the default tracer that runs
+// already (TRACER_FILE, tracer.Start, -tracer.out).
 type memory struct {
-	t     *tracer.Tracer
+	t     *tracer.Tracer // the tracer Record started, nil if it tees another
+	tee   *tracer.Tee    // the tee of the default tracer, nil if Record started it
 	mu    sync.Mutex
 	buf   bytes.Buffer
 	live  int                 // Recorders not yet cleaned up
 	tests map[uint64]struct{} // the goroutines that called Record while t ran
+}
+
+// flush makes every span recorded so far reach m.
+func (m *memory) flush() error {
+	if m.tee != nil {
+		return m.tee.Flush()
+	}
+	return m.t.Flush()
+}
+
+// stop stops the tracer Record started, or the tee.
+func (m *memory) stop() {
+	if m.tee != nil {
+		m.tee.Stop()
+		return
+	}
+	if tracer.Default() == m.t {
+		tracer.Stop()
+	} else {
+		m.t.Close()
+	}
 }
 
 func (m *memory) Write(p []byte) (int, error) {
@@ -76,35 +100,25 @@ var (
 //	spans := rec.Spans()
 //
 // Tests that call Record share one default tracer, alive while any of
-// them runs, so they may run in parallel (t.Parallel). Record fails tb if
-// a default tracer that is not Record's runs already (tracer.Start,
-// TRACER_FILE or -tracer.out): Record cannot read what that one records.
-// Call Record on the test's goroutine: its spans are told apart from
-// other tests' by it (see Spans).
+// them runs, so they may run in parallel (t.Parallel). If a default tracer
+// runs already (tracer.Start, TRACER_FILE or -tracer.out), Record reads a
+// tee of it (see tracer.Tee), and its file gets the tests' spans too;
+// otherwise Record starts one, lossless (tracer.WithLossless), that writes
+// to memory only. Call Record on the test's goroutine: its spans are told
+// apart from other tests' by it (see Spans).
 func Record(tb testing.TB) *Recorder {
 	tb.Helper()
 	memMu.Lock()
 	defer memMu.Unlock()
 	if cur == nil {
-		if tracer.Default() != nil {
-			tb.Fatal("tracetest.Record: a default tracer runs already (tracer.Start, TRACER_FILE or -tracer.out), and Record cannot read its events: leave tracing off for tests that use Record")
-		}
-		m := &memory{tests: map[uint64]struct{}{}}
-		t, err := tracer.NewWithWriter(m, tracer.WithLossless()) // lossless: a test asserts on every span
-		if err == nil {
-			err = tracer.SetDefault(t)
-			if err != nil {
-				t.Close()
-			}
-		}
+		m, err := record()
 		if err != nil {
 			tb.Fatalf("tracetest.Record: %v", err)
 		}
-		m.t = t
 		cur = m
 	}
 	m := cur
-	if err := m.t.Flush(); err != nil {
+	if err := m.flush(); err != nil {
 		tb.Fatalf("tracetest.Record: %v", err)
 	}
 	g := goroutineID()
@@ -117,17 +131,42 @@ func Record(tb testing.TB) *Recorder {
 		memMu.Lock()
 		defer memMu.Unlock()
 		if m.live--; m.live == 0 {
-			// The last one out stops the tracer, so a later test may start
-			// one of its own, and the memory is freed.
-			if tracer.Default() == m.t {
-				tracer.Stop()
-			} else {
-				m.t.Close()
-			}
+			// The last one out stops the tracer or the tee, so a later
+			// test may start one of its own, and the memory is freed.
+			m.stop()
 			cur = nil
 		}
 	})
 	return r
+}
+
+// record starts the memory Recorders read: a tee of the default tracer
+// if one runs, else a default tracer of its own.
+func record() (*memory, error) {
+	m := &memory{tests: map[uint64]struct{}{}}
+	for {
+		if d := tracer.Default(); d != nil {
+			tee, err := d.Tee(m)
+			if errors.Is(err, tracer.ErrClosed) {
+				continue // stopped meanwhile
+			}
+			m.tee = tee
+			return m, err
+		}
+		t, err := tracer.NewWithWriter(m, tracer.WithLossless()) // lossless: a test asserts on every span
+		if err != nil {
+			return nil, err
+		}
+		if err = tracer.SetDefault(t); err == nil {
+			m.t = t
+			return m, nil
+		}
+		t.Close()
+		m.buf.Reset()
+		if !errors.Is(err, tracer.ErrStarted) {
+			return nil, err
+		}
+	}
 }
 
 // Spans flushes the default tracer and returns, in order of their start,
@@ -156,7 +195,7 @@ func Record(tb testing.TB) *Recorder {
 //     tracer.Uint64 above math.MaxInt64 (rounded).
 func (r *Recorder) Spans() []Span {
 	r.tb.Helper()
-	if err := r.mem.t.Flush(); err != nil {
+	if err := r.mem.flush(); err != nil {
 		r.tb.Fatalf("tracetest: %v", err)
 	}
 	r.mem.mu.Lock()

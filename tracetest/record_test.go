@@ -4,12 +4,15 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"runtime"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/gotracer/tracer"
+	"github.com/gotracer/tracer/internal/tracecheck"
 	"github.com/gotracer/tracer/tracetest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -145,48 +148,47 @@ func TestRecordStops(t *testing.T) {
 	}
 }
 
-// fatalTB records the message of Fatal and Fatalf and ends the goroutine,
-// as testing.T does, so that a test can check a failure.
-type fatalTB struct {
-	testing.TB
-	msg string
-}
-
-func (f *fatalTB) Helper() {}
-
-func (f *fatalTB) Fatal(args ...any) {
-	f.msg = fmt.Sprint(args...)
-	runtime.Goexit()
-}
-
-func (f *fatalTB) Fatalf(format string, args ...any) {
-	f.msg = fmt.Sprintf(format, args...)
-	runtime.Goexit()
-}
-
-// TestRecordRefusesAnotherDefault checks that Record fails the test, with
-// a message that says why, when a default tracer it cannot read runs.
-func TestRecordRefusesAnotherDefault(t *testing.T) {
-	if tracer.Default() != nil {
-		t.Skip("a trace was asked for")
+// TestRecordBesideAFile: with a default tracer writing a file already
+// (TRACER_FILE, as `TRACER_FILE='trace-{pid}.json' go test ./...` starts
+// it in every test binary), Record reads a tee of it: the test sees its
+// spans, the file gets them too, and the tracer goes on after the test.
+// The test runs itself in a child process under TRACER_FILE.
+func TestRecordBesideAFile(t *testing.T) {
+	if os.Getenv("TRACETEST_CHILD") == "1" {
+		require.NotNil(t, tracer.Default(), "TRACER_FILE started the default tracer")
+		d := tracer.Default()
+		t.Run("recorded", func(t *testing.T) {
+			rec := tracetest.Record(t)
+			func() {
+				defer tracer.Span("outer", tracer.Int("n", 1))()
+				tracer.Span("inner")()
+			}()
+			spans := rec.Spans()
+			require.Len(t, spans, 2)
+			inner := rec.Named("inner")
+			require.Len(t, inner, 1)
+			require.NotNil(t, inner[0].Parent)
+			assert.Equal(t, "outer", inner[0].Parent.Name)
+			assert.Equal(t, int64(1), rec.Named("outer")[0].Args["n"])
+		})
+		assert.Same(t, d, tracer.Default(), "the file's tracer goes on after Record's test")
+		tracer.Span("after the test")()
+		return
 	}
-	tr, err := tracer.NewWithWriter(discard{})
+	dir := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestRecordBesideAFile$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "TRACETEST_CHILD=1", "TRACER_FILE="+filepath.Join(dir, "trace-{pid}.json"))
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	files, err := filepath.Glob(filepath.Join(dir, "trace-*.json"))
 	require.NoError(t, err)
-	require.NoError(t, tracer.SetDefault(tr))
-	defer tracer.Stop()
-	f := &fatalTB{TB: t}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		tracetest.Record(f)
-	}()
-	<-done
-	assert.Contains(t, f.msg, "a default tracer runs already")
+	require.Len(t, files, 1, "%s", out)
+	evs := tracecheck.Read(t, files[0]) // closed by tracetest.Main: strict JSON
+	tracks := tracecheck.Tracks(t, evs)
+	for _, name := range []string{"outer", "inner", "after the test"} {
+		assert.Len(t, tracecheck.SlicesNamed(tracks, name), 1, "%s is in the file", name)
+	}
 }
-
-type discard struct{}
-
-func (discard) Write(p []byte) (int, error) { return len(p), nil }
 
 type id int
 

@@ -63,8 +63,9 @@
 // call it run, so it works for the package-level functions that code under
 // test calls. Tests may call it in parallel; each sees its own goroutine's
 // spans and those of the goroutines it starts (see Recorder.Spans for what
-// parallel tests share). It fails a test while a trace file is being
-// written (-tracer.out, TRACER_FILE): one default tracer cannot do both.
+// parallel tests share). While a trace file is being written
+// (-tracer.out, TRACER_FILE), Record reads a tee of its tracer, and the
+// file gets the tests' spans as well.
 package tracetest
 
 import (

@@ -1,0 +1,165 @@
+package tracer
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+)
+
+// A Tee is a second destination of a running Tracer: from Tracer.Tee
+// until Stop, its io.Writer gets a trace of its own of what the tracer
+// records meanwhile, while the tracer's file gets everything it would get
+// without it. A server's capture on demand (package tracedebug) and a
+// test's recorder (package tracetest) beside a tracer that TRACER_FILE
+// started are tees.
+//
+// The tee's trace stands alone and loads in both viewers: it starts with
+// "[", the process metadata, every goroutine's name and the B events of
+// the spans already open, and it ends, at Stop, with a B event for each
+// span still open, an "e" for each async operation still open, and "]".
+// In between it holds every event the tracer encodes: spans that began
+// before the tee and end during it are there whole, with their real start
+// times (nothing is clipped to the tee's window).
+//
+// The io.Writer runs on a goroutine of the tee's own, never on the
+// tracer's goroutines and never under its locks, and the tracer never
+// waits for it: the tee holds what the writer has not taken yet, up to
+// the tracer's buffer limit (WithBufferLimit). Past it the tee takes
+// nothing more, and Stop says so; its trace then ends as a file cut by a
+// crash does, which both viewers still load. A write error ends the tee
+// the same way. Neither changes anything for the tracer's own file.
+//
+// While a write to the tracer's file fails (a full disk), the tee still
+// gets every event, and may get a span's B event twice: the tracer writes
+// again the B events the file lost.
+type Tee struct {
+	t    *Tracer
+	s    *teeStream
+	once sync.Once
+	err  error
+}
+
+// Tee makes w a second destination of t until the Tee's Stop: see Tee.
+// It returns ErrClosed if t is closed or closing. A tracer may have
+// several tees at once; each costs the tracer a copy of every encoded
+// batch while it runs, and nothing once stopped.
+func (t *Tracer) Tee(w io.Writer) (*Tee, error) {
+	if t == nil {
+		return nil, errors.New("tracer: Tee of a nil Tracer")
+	}
+	if t.onOwnGoroutine() {
+		return nil, reentrant("Tee")
+	}
+	if !t.recording.Load() {
+		return nil, ErrClosed
+	}
+	e := &Tee{t: t, s: newTeeStream(w, max(t.opts.bufferLimit, 1<<20))}
+	go e.s.run()
+	attached := make(chan error, 1)
+	go func() {
+		t.flusher.mu.Lock()
+		defer t.flusher.mu.Unlock()
+		attached <- t.flusher.attachTee(e.s)
+	}()
+	var err error
+	if d := t.opts.stopTimeout; d == 0 {
+		err = <-attached
+	} else {
+		timer := time.NewTimer(d)
+		defer timer.Stop()
+		select {
+		case err = <-attached:
+		case <-timer.C:
+			// The flusher is held up by a stalled sink: the tee attaches
+			// once it is free, and ends at once.
+			go func() {
+				if <-attached == nil {
+					e.Stop()
+				} else {
+					e.s.end(nil)
+				}
+			}()
+			return nil, stalled(d)
+		}
+	}
+	if err != nil {
+		e.s.end(nil) // its goroutine ends
+		return nil, err
+	}
+	return e, nil
+}
+
+// Flush writes to the tee's io.Writer every event the tracer recorded
+// before the call, as the tracer's Flush does for its file, and returns
+// once the writer has taken them, with the error that ended the tee, if
+// one did. If the tracer is closed, it waits for the tee's end instead.
+func (e *Tee) Flush() error {
+	if e.onOwnGoroutine() {
+		return reentrant("Tee.Flush")
+	}
+	// The file's write errors are the file's: the tee got the events.
+	switch err := e.t.Flush(); {
+	case errors.Is(err, ErrClosed):
+		return e.waitDone() // Close ended the tee: its end is on its way
+	case errors.Is(err, ErrTimeout):
+		return err
+	}
+	return e.s.waitFor(e.s.taken())
+}
+
+// Stop ends the tee: the events recorded before the call reach its
+// io.Writer, then the end of its trace, and Stop returns once the writer
+// has taken them, with the error that ended the tee early, if one did
+// (the writer's, or that it fell behind). The tracer goes on. If the
+// tracer is closed first, Close ends the tee's trace, and Stop only waits
+// for the writer. Later calls return the first one's error. If the sink
+// or the writer is stalled, Stop gives up after the tracer's stop timeout
+// (WithStopTimeout) with ErrTimeout, and the tee ends in the background.
+func (e *Tee) Stop() error {
+	if e.onOwnGoroutine() {
+		return reentrant("Tee.Stop")
+	}
+	e.once.Do(func() {
+		t := e.t
+		err := t.wait(func() error {
+			t.flusher.mu.Lock()
+			defer t.flusher.mu.Unlock()
+			if !t.flusher.isClosed() {
+				t.flusher.pass(true)
+				t.flusher.detachTee(e.s)
+			}
+			return nil
+		})
+		if err == nil {
+			err = e.waitDone()
+		}
+		e.err = err
+	})
+	return e.err
+}
+
+// onOwnGoroutine reports whether the caller is the tee's writer, or one
+// of its tracer's goroutines, which Flush and Stop would wait for.
+func (e *Tee) onOwnGoroutine() bool {
+	return e.t.onOwnGoroutine() || e.s.gid.Load() == goroutineID()
+}
+
+// waitDone waits, at most the stop timeout, until the tee's writer has
+// taken everything, and returns why the tee ended early, if it did.
+func (e *Tee) waitDone() error {
+	d := e.t.opts.stopTimeout
+	if d == 0 {
+		<-e.s.done
+		return e.s.cause()
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-e.s.done:
+		return e.s.cause()
+	case <-timer.C:
+		return fmt.Errorf("%w (%v): the tee's io.Writer is stalled", ErrTimeout, d)
+	}
+}

@@ -1,0 +1,312 @@
+package tracer
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"testing"
+
+	"github.com/gotracer/tracer/internal/tracecheck"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestTeeHoldsItsWindow: a tee's trace stands alone and holds what was
+// recorded while it ran: the goroutines named before it, the spans open
+// across its start (whose B the file had already) and across its end,
+// the async operations open across it, every span recorded during it;
+// and the tracer's own files hold everything, as without the tee, for
+// each kind of file.
+func TestTeeHoldsItsWindow(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		opts []Option
+	}{
+		{"plain", nil},
+		{"gzip", []Option{WithGzip(1)}},
+		{"rotation", []Option{WithMaxFileSize(minFileSize)}},
+		{"lanes", []Option{WithLanes()}},
+		{"flight recorder", nil}, // its file: a dump taken after the tee
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			path := filepath.Join(dir, "trace.json")
+			opts := append(tc.opts, withClock(newTestClock()))
+			var tr *Tracer
+			var fr *FlightRecorder
+			var err error
+			if tc.name == "flight recorder" {
+				fr, err = NewFlightRecorder(FlightRecorderConfig{MaxEvents: 1 << 16}, opts...)
+				tr = fr.Tracer()
+			} else {
+				tr, err = New(path, opts...)
+			}
+			require.NoError(t, err)
+
+			// Before: named goroutines, a span whose B is in the file,
+			// a young span, an async operation, spans that ended.
+			started := make(chan struct{})
+			release := make(chan struct{})
+			var wg sync.WaitGroup
+			wg.Go(func() {
+				tr.SetGoroutineName("holder")
+				endOld := tr.Span("old") // its B is written before the tee
+				started <- struct{}{}
+				<-release // the tee has started
+				tr.Span("inside old")()
+				<-release // during the tee
+				endOld()
+			})
+			<-started
+			tr.Span("before")()
+			op := tr.AsyncBegin("job", Category("jobs"))
+			ageAll(tr)
+			require.NoError(t, tr.Flush())
+			young := tr.Span("young") // open across the tee, never old
+
+			var tee bytes.Buffer
+			te, err := tr.Tee(&tee)
+			require.NoError(t, err)
+			release <- struct{}{}
+			for g := range 4 {
+				wg.Go(func() {
+					tr.SetGoroutineName(fmt.Sprintf("worker %d", g))
+					for i := range 300 {
+						end := tr.Span("during", Int("g", g), Int("i", i))
+						tr.Span("inner")()
+						end()
+					}
+				})
+			}
+			release <- struct{}{}
+			wg.Wait()
+			op.End()
+			require.NoError(t, tr.Flush())
+			require.NoError(t, te.Stop())
+			require.NoError(t, te.Stop(), "a second Stop returns the first one's error")
+			tr.Span("after")()
+			young()
+			if fr != nil {
+				require.NoError(t, fr.WriteFile(path))
+			}
+			require.NoError(t, tr.Close())
+
+			evs := tracecheck.Parse(t, tee.Bytes())
+			tracks := tracecheck.Tracks(t, evs)
+			tracecheck.Async(t, evs)
+			names := map[string]int{}
+			for _, e := range evs {
+				if e.Ph == "X" || e.Ph == "B" || e.Ph == "i" {
+					names[e.Name]++
+				}
+			}
+			assert.Equal(t, 1200, names["during"], "every span recorded during the tee")
+			assert.Equal(t, 1200, names["inner"])
+			assert.Zero(t, names["after"], "nothing after its Stop")
+			assert.Zero(t, names["before"], "nothing it was sent before its start")
+			assert.Len(t, tracecheck.SlicesNamed(tracks, "old"), 1, "the span open across its start, B from its head, E from the batches")
+			assert.Len(t, tracecheck.Phase(tracecheck.Named(evs, "young"), "B"), 1, "the span open across its end, a B from its end")
+			assert.Equal(t, 1, names["inside old"])
+			require.Len(t, tracecheck.Phase(tracecheck.Named(evs, "job"), "b"), 1, "the operation open across its start begins again in its head")
+			if tc.name != "lanes" {
+				threads := map[string]bool{}
+				for _, e := range tracecheck.Named(evs, "thread_name") {
+					threads[e.Args["name"].(string)] = true
+				}
+				assert.True(t, threads["holder"], "a goroutine named before the tee is named in it: %v", threads)
+				assert.True(t, threads["worker 3"], "%v", threads)
+			}
+
+			// The tracer's files, as without the tee.
+			files, err := filepath.Glob(filepath.Join(dir, "trace*"))
+			require.NoError(t, err)
+			sort.Strings(files)
+			all := map[string]int{}
+			for _, f := range files {
+				var fe []event
+				if tc.name == "gzip" {
+					fe = readClosedGzip(t, f)
+				} else {
+					fe = readClosed(t, f)
+				}
+				tracecheck.Tracks(t, fe)
+				for _, e := range fe {
+					if e.Ph == "X" || e.Ph == "E" { // a rotated file repeats B events
+						all[e.Name]++
+					}
+				}
+			}
+			for _, name := range []string{"before", "after", "old", "young", "inside old"} {
+				assert.Equal(t, 1, all[name], name)
+			}
+			assert.Equal(t, 1200, all["during"])
+			teePath := filepath.Join(dir, "tee.json")
+			require.NoError(t, os.WriteFile(teePath, tee.Bytes(), 0o644))
+			importInHeavyRun(t, teePath)
+		})
+	}
+}
+
+// blockingWriter blocks every Write until release is closed.
+type blockingWriter struct {
+	release chan struct{}
+	mu      sync.Mutex
+	buf     bytes.Buffer
+}
+
+func (w *blockingWriter) Write(p []byte) (int, error) {
+	<-w.release
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.Write(p)
+}
+
+// TestTeeFallsBehind: a tee whose writer does not keep up is cut once it
+// holds the buffer limit: Stop says so, the tee's trace ends as a file
+// cut by a crash does, and the tracer's file has every event.
+func TestTeeFallsBehind(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "trace.json")
+	tr, err := New(path, WithBufferLimit(1<<20), withClock(newTestClock()))
+	require.NoError(t, err)
+	w := &blockingWriter{release: make(chan struct{})}
+	te, err := tr.Tee(w)
+	require.NoError(t, err)
+	const n = 40000 // about 4 MB of JSON
+	for i := range n {
+		tr.Span("work", Int("i", i))()
+		if i%5000 == 0 {
+			require.NoError(t, tr.Flush(), "the tracer never waits for its tee")
+		}
+	}
+	require.NoError(t, tr.Flush())
+	close(w.release)
+	err = te.Stop()
+	require.ErrorContains(t, err, "fell behind")
+	require.NoError(t, tr.Close())
+
+	assert.Len(t, tracecheck.Named(readClosed(t, path), "work"), n, "the file has every span")
+	evs := tracecheck.ReadBytes(t, w.buf.Bytes()) // a cut trace, repaired as a crashed file is
+	got := len(tracecheck.Named(evs, "work"))
+	assert.Greater(t, got, 0)
+	assert.Less(t, got, n)
+}
+
+// TestTeeWriterFails: a write error ends the tee, Stop returns it, and
+// the tracer goes on with its file untouched; a panic in Write is an
+// error too.
+func TestTeeWriterFails(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		w    io.Writer
+		want string
+	}{
+		{"error", &failingWriter{}, "write failed"}, // after the head
+		{"panic", panicWriter{}, "panicked"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			path := filepath.Join(t.TempDir(), "trace.json")
+			var log errorLog
+			tr, err := New(path, WithErrorHandler(log.handle), withClock(newTestClock()))
+			require.NoError(t, err)
+			te, err := tr.Tee(tc.w)
+			require.NoError(t, err)
+			for i := range 3 {
+				tr.Span("work", Int("i", i))()
+				require.NoError(t, tr.Flush())
+				if err := te.Flush(); err != nil { // once the writer failed
+					require.ErrorContains(t, err, tc.want)
+				}
+			}
+			require.ErrorContains(t, te.Stop(), tc.want)
+			tr.Span("work")()
+			require.NoError(t, tr.Close())
+			assert.Len(t, tracecheck.Named(readClosed(t, path), "work"), 4)
+			assert.Zero(t, log.len(), "the tee's errors are its own")
+		})
+	}
+}
+
+type panicWriter struct{}
+
+func (panicWriter) Write([]byte) (int, error) { panic("boom") }
+
+// TestTeeEndsAtClose: Close ends the tees still attached, whose traces
+// are then whole; Stop after it waits for the writer and returns nil; a
+// Tee of a closed tracer is refused.
+func TestTeeEndsAtClose(t *testing.T) {
+	t.Parallel()
+	var log errorLog
+	tr, err := NewWithWriter(io.Discard, WithErrorHandler(log.handle), withClock(newTestClock()))
+	require.NoError(t, err)
+	var a, b bytes.Buffer
+	ta, err := tr.Tee(&a)
+	require.NoError(t, err)
+	tr.Span("first")()
+	require.NoError(t, tr.Flush())
+	tb, err := tr.Tee(&b)
+	require.NoError(t, err)
+	end := tr.Span("open at close")
+	tr.Span("second")()
+	require.NoError(t, tr.Close())
+	end()
+	require.NoError(t, ta.Stop())
+	require.NoError(t, tb.Stop())
+	require.NoError(t, ta.Flush())
+	assert.Len(t, log.matching("still open at Close"), 1)
+
+	ea := tracecheck.Parse(t, a.Bytes())
+	tracecheck.Tracks(t, ea)
+	assert.Len(t, tracecheck.Named(ea, "first"), 1)
+	assert.Len(t, tracecheck.Named(ea, "second"), 1)
+	assert.Len(t, tracecheck.Phase(tracecheck.Named(ea, "open at close"), "B"), 1)
+	eb := tracecheck.Parse(t, b.Bytes())
+	assert.Empty(t, tracecheck.Named(eb, "first"), "sent before the second tee started")
+	assert.Len(t, tracecheck.Named(eb, "second"), 1)
+
+	_, err = tr.Tee(&a)
+	require.ErrorIs(t, err, ErrClosed)
+	var nilTracer *Tracer
+	_, err = nilTracer.Tee(&a)
+	require.Error(t, err)
+}
+
+// stopInWrite calls its tee's Stop and Flush from its first Write.
+type stopInWrite struct {
+	te   chan *Tee
+	errs chan error
+	once sync.Once
+}
+
+func (w *stopInWrite) Write(p []byte) (int, error) {
+	w.once.Do(func() {
+		te := <-w.te
+		w.errs <- te.Stop()
+		w.errs <- te.Flush()
+	})
+	return len(p), nil
+}
+
+// TestTeeReentrant: the tee's writer calling its Stop or Flush would
+// wait for itself: they return ErrReentrant.
+func TestTeeReentrant(t *testing.T) {
+	t.Parallel()
+	tr, err := NewWithWriter(io.Discard, withClock(newTestClock()))
+	require.NoError(t, err)
+	w := &stopInWrite{te: make(chan *Tee, 1), errs: make(chan error, 2)}
+	te, err := tr.Tee(w)
+	require.NoError(t, err)
+	w.te <- te
+	require.ErrorIs(t, <-w.errs, ErrReentrant)
+	require.ErrorIs(t, <-w.errs, ErrReentrant)
+	require.NoError(t, te.Stop())
+	require.NoError(t, tr.Close())
+}

@@ -1,0 +1,82 @@
+package tracer
+
+import "slices"
+
+// The flusher's side of a tee (see Tracer.Tee): the head and the end of
+// the tee's trace, which the writer goroutine puts around the batches it
+// copies to the tee in between.
+//
+// A tee's trace stands alone, like a rotated file: its head holds what
+// the events after it need from before it (the process metadata, every
+// goroutine's and lane's name, the B events of the spans whose B is
+// written and whose E is to come, the "b" of the async operations open),
+// and its end what Close writes (a B event for each span still open whose
+// B is still to be written, an "e" for each async operation still open,
+// then "]"). Both are encoded aside, from the flusher's tables, without
+// changing what the file gets: the file's spans still end as they would
+// without the tee.
+
+// attachTee makes s a tee of the tracer from now on: it encodes what was
+// recorded before for the file alone, then queues s's head. Under f.mu.
+func (f *flusher) attachTee(s *teeStream) error {
+	if f.closed.Load() || f.closing {
+		return ErrClosed
+	}
+	// What was recorded before goes to the file alone, with the batch
+	// under way, which may hold the B events the head repeats.
+	f.pass(true)
+	f.send()
+	done := f.aside(64<<10 + 128*(f.names.len()+f.open.count))
+	f.appendHeader()
+	f.names.forAll(f.appendTrackName)
+	f.open.appendBegins(&f.enc, writtenSpans)
+	f.asyncs.reopen(&f.enc)
+	f.open.anys.appendWrittenAsyncs(&f.enc)
+	f.out.enqueue(&batch{op: opTeeStart, buf: done(), tee: s})
+	f.tees = append(f.tees, s)
+	return nil
+}
+
+// detachTee ends s's trace with what the events so far leave open, and
+// queues it after every batch encoded so far, unless s is detached
+// already (Close ended it). Under f.mu, after a pass.
+func (f *flusher) detachTee(s *teeStream) {
+	i := slices.Index(f.tees, s)
+	if i < 0 {
+		return
+	}
+	f.tees = slices.Delete(f.tees, i, i+1)
+	f.send()
+	done := f.aside(64<<10 + 128*f.open.count)
+	if f.traits.window {
+		// A flight recorder's batches name no goroutine (a dump names
+		// them all): those named since the head are named here.
+		f.names.forAll(f.appendTrackName)
+	}
+	f.open.appendBegins(&f.enc, unwrittenSpans)
+	at := nanotime()
+	f.asyncs.cut(&f.enc, at)
+	f.open.anys.endAsyncs(&f.enc, at)
+	f.appendProcessName() // an event to end the array with: the first again, which both viewers take as one
+	f.enc.closeArray()
+	f.out.enqueue(&batch{op: opTeeEnd, buf: done(), tee: s})
+}
+
+// endTees ends every tee's trace: Close's first step, after its pass.
+func (f *flusher) endTees() {
+	for len(f.tees) > 0 {
+		f.detachTee(f.tees[0])
+	}
+}
+
+// aside makes the encoder write into a buffer of its own, as apart does,
+// without telling the file's track names of what it writes: a tee's
+// head and end are not in the file.
+func (f *flusher) aside(size int) (done func() []byte) {
+	apart := f.enc.apart(size)
+	f.enc.drawOn(nil, f.shared)
+	return func() []byte {
+		f.enc.drawOn(f.fileNames(), f.shared)
+		return apart()
+	}
+}
