@@ -127,6 +127,9 @@ func (r *run) collect() []traceFile {
 				}
 			}
 		}
+		if t.Tee != teeNone {
+			files = append(files, r.teeFiles(i)...)
+		}
 		if t.Link == linkFile && r.clean() {
 			if fi, err := os.Lstat(path); err != nil || fi.Mode()&os.ModeSymlink == 0 {
 				r.fail("files", "t%d: the path was a symlink; after Close it is not (%v): rotation or Close replaced the link", i, err)
@@ -187,8 +190,16 @@ func (r *run) rules(f traceFile) fileRules {
 	case "dump", "final":
 		rules.mustClose = !r.killed() && !r.froze
 		rules.asyncPair = true
+	case "tee":
+		// Its Stop returned nil, or the child died before it.
+		rules.mustClose = !r.killed() && !r.froze
+		rules.asyncPair = true
+		rules.tornOK = r.killed() // a write to the file cut by the kill
+	case "tee-cut":
+		// Cut on an event boundary: what its writer took before it fell
+		// behind or failed.
 	}
-	rules.halfClosed = r.killed() && (t.Sink == sinkFile || t.Sink == sinkRotate)
+	rules.halfClosed = r.killed() && (t.Sink == sinkFile || t.Sink == sinkRotate) && f.kind != "tee" && f.kind != "tee-cut"
 	// A failed write may lose an async b and not its e.
 	if f.tracer == 0 && r.cfg.Tmpfs || t.Fault == faultFail || t.Fault == faultShort || t.FifoDiesAt > 0 {
 		rules.asyncPair = false
@@ -214,6 +225,11 @@ func (r *run) childPid() int {
 // checkTraceFile checks one file and adds its ids to ids.
 func (r *run) checkTraceFile(f traceFile, ids *idSet) {
 	rules := r.rules(f)
+	t := r.cfg.Tracers[f.tracer]
+	// A tee gets a B event again when the tracer writes it again because
+	// its own file lost it: a failed write.
+	teeRepeats := (f.kind == "tee" || f.kind == "tee-cut") &&
+		(f.tracer == 0 && r.cfg.Tmpfs || t.Fault != faultNone || t.FifoDiesAt > 0)
 	set := ids
 	if !f.account {
 		set = newIDSet(r) // a recording mid-run: checked alone
@@ -237,7 +253,7 @@ func (r *run) checkTraceFile(f traceFile, ids *idSet) {
 		default:
 			owners[fmt.Sprintf("pid %d, tracer %d", pid, tr)]++
 		}
-		if p := set.add(pid, id, b, r.cfg.Tracers[f.tracer].Sink.rotates()); p != "" {
+		if p := set.add(pid, id, b, t.Sink.rotates(), teeRepeats); p != "" {
 			set.problem(rel, p)
 		}
 	})
@@ -295,8 +311,9 @@ func newIDSet(r *run) *idSet { return &idSet{r: r, streams: map[streamKey][]uint
 // add records an event; it returns a problem if the event was written
 // twice. Only a B event may be in two files, and only of a rotated trace,
 // which writes the B of a span open across a rotation again at the top
-// of the new file.
-func (s *idSet) add(pid int, id int64, b bool, rotates bool) string {
+// of the new file; or twice in a tee's file (tee), when the tracer wrote
+// again a B that a failed write took from its own file (see tracer.Tee).
+func (s *idSet) add(pid int, id int64, b bool, rotates, tee bool) string {
 	tr, w, c, seq := splitID(id)
 	k := streamKey{pid, tr, w, c}
 	st := s.streams[k]
@@ -318,7 +335,7 @@ func (s *idSet) add(pid int, id int64, b bool, rotates bool) string {
 		return ""
 	}
 	sameFile := old&^3 == fileTag
-	if b && old&3 == seenB && !sameFile && rotates {
+	if b && old&3 == seenB && (!sameFile && rotates || tee) {
 		return ""
 	}
 	s.dups++

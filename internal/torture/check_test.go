@@ -136,30 +136,37 @@ func TestIDSetFindsEventsWrittenTwice(t *testing.T) {
 	id := makeID(0, 3, clSpan, 5)
 	s := newIDSet(r)
 	s.file++
-	require.Empty(t, s.add(7, id, false, false))
-	require.Contains(t, s.add(7, id, false, false), "written twice (in one file)")
+	require.Empty(t, s.add(7, id, false, false, false))
+	require.Contains(t, s.add(7, id, false, false, false), "written twice (in one file)")
 
 	s = newIDSet(r)
 	s.file++
-	require.Empty(t, s.add(7, id, true, true))
+	require.Empty(t, s.add(7, id, true, true, false))
 	s.file++
-	require.Empty(t, s.add(7, id, true, true), "rotation writes a B open across it again at the top of the next file")
-	require.Contains(t, s.add(7, id, true, true), "in one file", "but once a file")
+	require.Empty(t, s.add(7, id, true, true, false), "rotation writes a B open across it again at the top of the next file")
+	require.Contains(t, s.add(7, id, true, true, false), "in one file", "but once a file")
 
 	s = newIDSet(r)
 	s.file++
-	require.Empty(t, s.add(7, id, true, false))
+	require.Empty(t, s.add(7, id, true, false, false))
 	s.file++
-	require.Contains(t, s.add(7, id, true, false), "in two files", "without rotation, never")
+	require.Contains(t, s.add(7, id, true, false, false), "in two files", "without rotation, never")
 
 	s = newIDSet(r)
 	s.file++
-	require.Empty(t, s.add(7, id, false, true))
+	require.Empty(t, s.add(7, id, false, true, false))
 	s.file++
-	require.Contains(t, s.add(7, id, true, true), "written twice", "an X, then a B")
+	require.Contains(t, s.add(7, id, true, true, false), "written twice", "an X, then a B")
+
 	require.True(t, s.has(streamKey{7, 0, 3, clSpan}, 5))
 	require.False(t, s.has(streamKey{7, 0, 3, clSpan}, 4))
 	require.Equal(t, uint64(1), s.found(7, 0)[clSpan])
+
+	s = newIDSet(r)
+	s.file++
+	require.Empty(t, s.add(7, id, true, false, true))
+	require.Empty(t, s.add(7, id, true, false, true), "a tee gets a B the tracer wrote again after a failed write")
+	require.Contains(t, s.add(7, id, false, false, true), "written twice", "but never another event twice")
 }
 
 // testRun returns a run of a one-tracer config whose child reported res.
@@ -188,7 +195,7 @@ func TestAccountingCatchesMissingEvents(t *testing.T) {
 			s := newIDSet(r)
 			s.file++
 			for _, id := range tc.seen {
-				require.Empty(t, s.add(7, id, false, false))
+				require.Empty(t, s.add(7, id, false, false, false))
 			}
 			r.accounting(s)
 			if tc.fail == "" {
@@ -235,7 +242,7 @@ func TestDurabilityCatchesEventsLostBeforeAKill(t *testing.T) {
 			s := newIDSet(r)
 			s.file++
 			for _, id := range ids(0, clSpan, tc.seen, 1, clSpan, 0) {
-				s.add(7, id, false, false)
+				s.add(7, id, false, false, false)
 			}
 			r.durability(s)
 			if !tc.fail {

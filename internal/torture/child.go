@@ -451,6 +451,9 @@ func (c *childEnv) start(work, ctx context.Context, envs []*tenv) (wait func()) 
 			wg.Add(1)
 			go func() { defer wg.Done(); e.dumper(ctx) }()
 		}
+		if e.cfg.Tee != teeNone {
+			wg.Go(func() { e.teer(ctx) })
+		}
 		if e.def && e.cfg.Cycles > 0 {
 			wg.Add(1)
 			go func() { defer wg.Done(); e.cycler(ctx) }()

@@ -169,6 +169,8 @@ type TracerConfig struct {
 	Stringer stringerMode
 	Handler  handlerMode
 
+	Tee teeKind // tees attached now and then: see tee.go
+
 	Shapes []Shape
 }
 
@@ -329,6 +331,7 @@ func drawConfig(seed uint64, run time.Duration) *Config {
 	}
 	c.CloseWhileRunning = d.chance(0.3)
 	c.Importers = drawImporters(seed)
+	drawTees(seed, c)
 	if run > soakAfter {
 		boundOutput(c)
 	}
@@ -588,6 +591,9 @@ func (t TracerConfig) String() string {
 		if t.Cycles > 0 {
 			fmt.Fprintf(&b, "(%d Start/Stop cycles)", t.Cycles)
 		}
+	}
+	if t.Tee != teeNone {
+		fmt.Fprintf(&b, " tee=%s", t.Tee)
 	}
 	fmt.Fprintf(&b, " flush=%v", t.Flush)
 	if t.BufferLimit > 0 {
