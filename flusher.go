@@ -2,7 +2,6 @@ package tracer
 
 import (
 	"math"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -884,9 +883,11 @@ func (f *flusher) autoName(gid uint64) {
 	if f.shared != nil || !f.auto.need(gid) {
 		return // on lanes, goroutines are no tracks
 	}
-	tn := trackName{name: "goroutine " + strconv.FormatUint(gid, 10), hasName: true}
-	f.names.adopt(gid, tn) // named again in later files, dumps and tees' heads
-	if !f.traits.window {  // a dump writes the names it remembers
+	tn := autoName(gid)
+	if names := f.fileNames(); names != nil {
+		names.adopt(gid, tn) // named again in later files and in dumps
+	}
+	if !f.traits.window { // a dump writes the names it remembers
 		f.enc.appendTrackName(gid, &tn)
 	}
 }

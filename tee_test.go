@@ -64,6 +64,15 @@ func TestTeeHoldsItsWindow(t *testing.T) {
 				endOld()
 			})
 			<-started
+			quiet := make(chan struct{})
+			wg.Go(func() { // unnamed, its span's B written, silent during the tee
+				endQuiet := tr.Span("quiet")
+				started <- struct{}{}
+				<-quiet
+				endQuiet()
+			})
+			<-started
+			defer close(quiet)
 			tr.Span("before")()
 			op := tr.AsyncBegin("job", Category("jobs"))
 			ageAll(tr)
@@ -74,8 +83,10 @@ func TestTeeHoldsItsWindow(t *testing.T) {
 			te, err := tr.Tee(&tee)
 			require.NoError(t, err)
 			release <- struct{}{}
+			workers := make(chan struct{}, 4)
 			for g := range 4 {
 				wg.Go(func() {
+					defer func() { workers <- struct{}{} }()
 					tr.SetGoroutineName(fmt.Sprintf("worker %d", g))
 					for i := range 300 {
 						end := tr.Span("during", Int("g", g), Int("i", i))
@@ -85,7 +96,9 @@ func TestTeeHoldsItsWindow(t *testing.T) {
 				})
 			}
 			release <- struct{}{}
-			wg.Wait()
+			for range 4 {
+				<-workers
+			}
 			op.End()
 			require.NoError(t, tr.Flush())
 			require.NoError(t, te.Stop())
@@ -121,6 +134,18 @@ func TestTeeHoldsItsWindow(t *testing.T) {
 				}
 				assert.True(t, threads["holder"], "a goroutine named before the tee is named in it: %v", threads)
 				assert.True(t, threads["worker 3"], "%v", threads)
+				// No track of the tee's trace is unnamed: the goroutines
+				// the tracer named before it are named again in it.
+				named := map[uint64]bool{}
+				for _, e := range tracecheck.Named(evs, "thread_name") {
+					named[e.Tid] = true
+				}
+				for _, e := range evs {
+					if e.Ph != "M" && e.Tid != 0 {
+						assert.True(t, named[e.Tid], "%s %q on track %d, which the tee's trace does not name", e.Ph, e.Name, e.Tid)
+					}
+				}
+				assert.Len(t, tracecheck.Phase(tracecheck.Named(evs, "quiet"), "B"), 1)
 			}
 
 			// The tracer's files, as without the tee.

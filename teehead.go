@@ -29,6 +29,18 @@ func (f *flusher) attachTee(s *teeStream) error {
 	done := f.aside(64<<10 + 128*(f.names.len()+f.open.count))
 	f.appendHeader()
 	f.names.forAll(f.appendTrackName)
+	if f.shared == nil && f.fileNames() == nil {
+		// A plain file's flusher remembers the names the program gave,
+		// not its own: the goroutines of the B events below get theirs
+		// here, and every other one again before its next event.
+		for gid := range f.open.stacks {
+			if !f.names.has(gid) {
+				tn := autoName(gid)
+				f.appendTrackName(gid, &tn)
+			}
+		}
+		f.auto.forgetOwn()
+	}
 	f.open.appendBegins(&f.enc, writtenSpans)
 	f.asyncs.reopen(&f.enc)
 	f.open.anys.appendWrittenAsyncs(&f.enc)

@@ -2,6 +2,7 @@ package tracer
 
 import (
 	"slices"
+	"strconv"
 )
 
 // A rotated file and a flight recorder's dump must each name the goroutines
@@ -177,6 +178,26 @@ func (a *autoNames) program(gid uint64) {
 	a.named[gid] = true
 }
 
+// autoName is the name the flusher gives goroutine gid.
+func autoName(gid uint64) trackName {
+	return trackName{name: "goroutine " + strconv.FormatUint(gid, 10), hasName: true}
+}
+
+// has reports whether it remembers a name or sort index for goroutine gid.
+func (n *trackNames) has(gid uint64) bool { return n.m[gid] != nil }
+
+// forgetOwn forgets the goroutines the flusher named, which it names
+// again should they record again: in a tee's trace, which starts after
+// their names were written.
+func (a *autoNames) forgetOwn() {
+	for g, byProgram := range a.named {
+		if !byProgram {
+			delete(a.named, g)
+		}
+	}
+	a.lastGid = 0
+}
+
 // need reports whether goroutine gid is yet to be named, and remembers
 // it as named from now on.
 func (a *autoNames) need(gid uint64) bool {
@@ -191,11 +212,7 @@ func (a *autoNames) need(gid uint64) bool {
 		a.named = map[uint64]bool{}
 	}
 	if len(a.named) >= maxAutoNamed {
-		for g, byProgram := range a.named {
-			if !byProgram {
-				delete(a.named, g)
-			}
-		}
+		a.forgetOwn()
 	}
 	a.named[gid] = false
 	return true
