@@ -430,3 +430,27 @@ func TestDefaultServeMux(t *testing.T) {
 	assert.Equal(t, "/debug/tracer/", pattern)
 	assert.Equal(t, tracedebug.Handler(), h)
 }
+
+// BenchmarkIdleServer: a request to the app, served through a mux with
+// and without tracedebug's handler mounted, while nothing is captured:
+// the instrumented code costs what it costs with tracing off.
+func BenchmarkIdleServer(b *testing.B) {
+	for _, withDebug := range []bool{true, false} {
+		name := "without"
+		if withDebug {
+			name = "with"
+		}
+		b.Run(name, func(b *testing.B) {
+			mux := http.NewServeMux()
+			if withDebug {
+				mux.Handle("/debug/tracer/", tracedebug.Handler())
+			}
+			mux.Handle("/", app())
+			req := httptest.NewRequest("GET", "/work", nil)
+			b.ReportAllocs()
+			for b.Loop() {
+				mux.ServeHTTP(httptest.NewRecorder(), req)
+			}
+		})
+	}
+}
