@@ -134,6 +134,21 @@ func TestSpanHandle(t *testing.T) {
 			"child":  {async: true, track: "g2", flow: "g2"},
 		},
 	}, {
+		// No slice on its track for the flow to end in: none is drawn.
+		name: "child begun in no span, ended elsewhere",
+		run: func(t *Tracer) {
+			defer t.Span("g1")()
+			p := t.StartSpan("parent")
+			var c SpanHandle
+			onGoroutine(func() { t.Span("g2")(); c = p.StartChild("child") })
+			onGoroutine(func() { defer t.Span("g3")(); c.End() })
+			p.End()
+		},
+		want: map[string]anyDrawn{
+			"parent": {track: "g1"},
+			"child":  {async: true, track: "g2"},
+		},
+	}, {
 		name: "child nested in its parent on one goroutine",
 		run: func(t *Tracer) {
 			defer t.Span("g1")()

@@ -450,6 +450,12 @@ func (e *encoder) end(h *slot, rest, endArgs []slot, at int64, bBatch uint64, bO
 	}
 }
 
+// skipForTee notes that the event written since start is to be left out
+// of tee s's copy of the batch: see flusher.noteFlow.
+func (e *encoder) skipForTee(s *teeStream, start int) {
+	e.cur.noteTeeSkip(teeSkip{s: s, start: start, end: len(e.buf)})
+}
+
 // noteRepeat notes that the event written since start, at the head of a
 // new file, repeats the B event (or "b") at bOff of batch bBatch, should
 // the new file be refused (see failures.refused).

@@ -57,7 +57,8 @@ type flusher struct {
 
 	periodic bool // the pass under way is the flusher goroutine's: see waitForEvents
 
-	tees []*teeStream // the tees attached and not yet ended: see teehead.go
+	tees  []attachedTee // the tees attached and not yet ended: see teehead.go
+	flows openFlows     // for the tees: see noteFlow
 }
 
 // A cursor walks one chain during a pass; the chain keeps its position.
@@ -402,7 +403,11 @@ func (f *flusher) take(c *cursor, h *slot, cut, limit int64) uint64 {
 			lane = f.momentaryLane(h)
 		}
 		f.asyncs.note(h, rest) // a dump pairs them itself (see keepPairs), a tee's head needs them
+		at := f.enc.size()
 		f.enc.event(h, rest)
+		if h.isFlow() {
+			f.noteFlow(h, rest, at)
+		}
 		if lane != nil {
 			f.shared.give(lane, h.at())
 		}

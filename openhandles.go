@@ -21,6 +21,7 @@ type anyState struct {
 	written   bool   // async: its "b" is in the file
 	ended     bool   // its B is in the file and it ended under open spans: its E waits for them
 	drawn     bool   // it ended with a span below it: its own end is ignored
+	enclosed  bool   // a Span was open below it on its stack when it started: see flowFromParent
 	endArgs   []slot // the args of its end, while ended
 	start     slot   // async: its start, and its extra and arg slots
 	rest      []slot
@@ -103,7 +104,12 @@ func (f *flusher) pushAny(h *slot, rest []slot) {
 	} else {
 		st = new(anyState)
 	}
-	st.gid, st.startAt = h.gid(), h.at()
+	st.gid, st.startAt, st.enclosed = h.gid(), h.at(), false
+	if s := f.open.stack(h.gid(), false); s != nil {
+		for i := range *s {
+			st.enclosed = st.enclosed || (*s)[i].token&anyMark == 0
+		}
+	}
 	if h.flags()&flagParent != 0 {
 		parent := rest[len(rest)-1].num
 		rest = rest[:len(rest)-1]
@@ -172,7 +178,7 @@ func (f *flusher) popAny(end *slot, rest []slot) {
 			f.enc.complete(&o.start, o.rest(), endArgs, at-o.start.at())
 		}
 		f.drawnAs(st, drawnOnTrack)
-		f.flowFromParent(st, &o.start, o.rest())
+		f.flowFromParent(st, &o.start, o.rest(), true)
 		gid := st.gid // done gives st back for reuse
 		a.done(id, st)
 		ss[i] = openSpan{}
@@ -262,7 +268,7 @@ func (f *flusher) writeAsync(st *anyState, start *slot, rest, endArgs []slot, at
 	// The e is not written again should its write fail, as an Async's
 	// is not: the viewers draw the slice to the end of the trace.
 	f.enc.anyAsync(start, rest, endArgs, 'e', at)
-	f.flowFromParent(st, start, rest)
+	f.flowFromParent(st, start, rest, st.enclosed)
 }
 
 // writeOldAsyncs writes the "b" of the SpanHandles off their stacks that
@@ -356,8 +362,12 @@ func (a *anySpans) cutAsyncs(enc *encoder, at int64) {
 // has one on another goroutine's track: see SpanHandle. The arrow starts
 // in the parent's slice on its track, so it is written once the parent is
 // known to be drawn there, and left out if the parent is drawn as an
-// async slice (Perfetto reports a flow start in no slice).
-func (f *flusher) flowFromParent(st *anyState, start *slot, rest []slot) {
+// async slice (Perfetto reports a flow start in no slice). It ends in the
+// slice on the SpanHandle's track at its start: its own, or, for one
+// drawn as an async slice, the Span it started in; land is false if
+// there is none, and the arrow is left out too (Perfetto reports a flow
+// end in no slice, catapult flow_slice_end_error).
+func (f *flusher) flowFromParent(st *anyState, start *slot, rest []slot, land bool) {
 	if st.parentGid == 0 || st.parentGid == st.gid {
 		return
 	}
@@ -370,8 +380,10 @@ func (f *flusher) flowFromParent(st *anyState, start *slot, rest []slot) {
 			d = drawnOnTrack // its B is in the file: it stays on its track
 		}
 		if d == drawingUnknown {
-			ps.flows = append(ps.flows, pendingFlow{start: *start, rest: append([]slot(nil), rest...),
-				gid: st.gid, parentGid: st.parentGid, parentAt: st.parentAt})
+			if land {
+				ps.flows = append(ps.flows, pendingFlow{start: *start, rest: append([]slot(nil), rest...),
+					gid: st.gid, parentGid: st.parentGid, parentAt: st.parentAt})
+			}
 			return
 		}
 	} else if g := a.gone[st.parentID]; g != nil {
@@ -380,9 +392,11 @@ func (f *flusher) flowFromParent(st *anyState, start *slot, rest []slot) {
 			delete(a.gone, st.parentID)
 		}
 	}
-	if d == drawnOnTrack {
+	if d == drawnOnTrack && land {
+		at := f.enc.size()
 		f.enc.anyFlow(start, rest, 's', st.parentGid, st.parentAt)
 		f.enc.anyFlow(start, rest, 'f', st.gid, start.at())
+		f.skipEarlierFlow(start.at(), at)
 	}
 }
 
@@ -396,8 +410,10 @@ func (f *flusher) drawnAs(st *anyState, d drawing) {
 	if d == drawnOnTrack {
 		for i := range st.flows {
 			p := &st.flows[i]
+			at := f.enc.size()
 			f.enc.anyFlow(&p.start, p.rest, 's', p.parentGid, p.parentAt)
 			f.enc.anyFlow(&p.start, p.rest, 'f', p.gid, p.start.at())
+			f.skipEarlierFlow(p.start.at(), at)
 		}
 	}
 	st.flows = nil

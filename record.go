@@ -75,6 +75,7 @@ func (s *slot) flags() uint8   { return uint8(s.meta >> metaFlagsShift) }
 func (s *slot) slots() uint64  { return s.meta >> metaSlotsShift & 0x7f }
 func (s *slot) hasExtra() bool { return s.meta&metaExtra != 0 }
 func (s *slot) setsName() bool { k := s.kind(); return k == kindThreadName || k == kindThreadSort }
+func (s *slot) isFlow() bool   { k := s.kind(); return k >= kindFlowBegin && k <= kindFlowEnd }
 func (s *slot) gid() uint64    { return s.meta >> metaGidShift }
 func (s *slot) at() int64 {
 	if s.num&rawDone == 0 { // see timebase.fix

@@ -335,3 +335,64 @@ func TestTeeReentrant(t *testing.T) {
 	require.NoError(t, te.Stop())
 	require.NoError(t, tr.Close())
 }
+
+// TestTeeLeavesOutFlowsBegunBefore: a flow whose start the tee's trace
+// does not hold (it began before the tee) has neither its steps nor its
+// end there, which catapult would warn of; a flow begun during the tee
+// is there whole, or up to the tee's end.
+func TestTeeLeavesOutFlowsBegunBefore(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "trace.json")
+	tr, err := New(path, withClock(newTestClock()))
+	require.NoError(t, err)
+	flowIn := func(name string, f func()) { // on a goroutine of its own, in a span
+		done := make(chan struct{})
+		go func() { defer close(done); defer tr.Span(name)(); f() }()
+		<-done
+	}
+	var before, during, across Flow
+	flowIn("producer", func() { before = tr.FlowBegin("before"); before.Step() })
+	// A SpanHandle's flow from its parent, which ended before the tee,
+	// to the span its async slice began in, which ended before it too.
+	parent := tr.StartSpan("parent")
+	var child SpanHandle
+	flowIn("spawner", func() { child = parent.StartChild("child") })
+	parent.End()
+	require.NoError(t, tr.Flush())
+
+	var buf bytes.Buffer
+	te, err := tr.Tee(&buf)
+	require.NoError(t, err)
+	flowIn("relay", func() { before.Step() })
+	flowIn("consumer", func() { before.End() })
+	flowIn("producer", func() { during = tr.FlowBegin("during"); across = tr.FlowBegin("across") })
+	flowIn("consumer", func() { during.End() })
+	flowIn("finisher", func() { child.End() })
+	require.NoError(t, te.Stop())
+	flowIn("consumer", func() { across.End() })
+	require.NoError(t, tr.Close())
+
+	evs := tracecheck.Parse(t, buf.Bytes())
+	assert.Empty(t, tracecheck.Named(evs, "before"), "no step or end of a flow begun before the tee")
+	phases := func(name string) (ph []string) {
+		for _, e := range tracecheck.Named(evs, name) {
+			ph = append(ph, e.Ph)
+		}
+		return ph
+	}
+	assert.Equal(t, []string{"s", "f"}, phases("during"))
+	assert.Equal(t, []string{"s"}, phases("across"))
+	assert.Equal(t, []string{"b", "e"}, phases("child"), "the SpanHandle, without the flow whose slices the tee has not")
+	file := readClosed(t, path)
+	assert.Len(t, tracecheck.Named(file, "before"), 4, "the file has the flow whole: s, two t, f")
+	var childFlow []string
+	for _, e := range tracecheck.Named(file, "child") {
+		if e.Ph == "s" || e.Ph == "f" {
+			childFlow = append(childFlow, e.Ph)
+		}
+	}
+	assert.Equal(t, []string{"s", "f"}, childFlow, "the file has the SpanHandle's flow")
+	teePath := filepath.Join(t.TempDir(), "tee.json")
+	require.NoError(t, os.WriteFile(teePath, buf.Bytes(), 0o644))
+	importInHeavyRun(t, teePath)
+}

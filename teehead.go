@@ -45,15 +45,88 @@ func (f *flusher) attachTee(s *teeStream) error {
 	f.asyncs.reopen(&f.enc)
 	f.open.anys.appendWrittenAsyncs(&f.enc)
 	f.out.enqueue(&batch{op: opTeeStart, buf: done(), tee: s})
-	f.tees = append(f.tees, s)
+	f.tees = append(f.tees, attachedTee{s: s, before: f.flows.snapshot(), since: nanotime()})
 	return nil
+}
+
+// An attachedTee is a tee as the flusher knows it: its stream, and the
+// flows open when it started, whose steps and ends it leaves out.
+type attachedTee struct {
+	s      *teeStream
+	before map[asyncOp]bool
+	since  int64 // when it started
+}
+
+// skipEarlierFlow leaves the flow from a SpanHandle's parent, written
+// from offset at, out of the tees that started after the SpanHandle did,
+// at start: the slices it joins may have been written before them (its
+// parent, or the span its async slice began in, ended before the tee).
+func (f *flusher) skipEarlierFlow(start int64, at int) {
+	for _, t := range f.tees {
+		if start < t.since {
+			f.enc.skipForTee(t.s, at)
+		}
+	}
+}
+
+// noteFlow notes the flow event with head h that the encoder wrote from
+// offset at: a flow begun before a tee started is left out of that tee's
+// trace (its start is not there: catapult warns of a step or an end
+// without it, and Perfetto counts it), and a flow that ends is forgotten.
+func (f *flusher) noteFlow(h *slot, rest []slot, at int) {
+	k := asyncOp{rest[0].num, rest[0].meta}
+	for _, t := range f.tees {
+		if h.kind() != kindFlowBegin && t.before[k] {
+			f.enc.skipForTee(t.s, at)
+		}
+		if h.kind() == kindFlowEnd {
+			delete(t.before, k)
+		}
+	}
+	f.flows.note(h.kind(), k)
+}
+
+// openFlows is the flows begun and not yet ended, for the tees that
+// start while they run. It keeps at most maxOpenAsyncs: past them, it
+// forgets half of them (a tee may then hold a step or an end without its
+// start).
+type openFlows map[asyncOp]bool
+
+// note begins or ends the flow k with an event of kind.
+func (o *openFlows) note(kind kind, k asyncOp) {
+	switch kind {
+	case kindFlowBegin:
+		if *o == nil {
+			*o = openFlows{}
+		}
+		if len(*o) >= maxOpenAsyncs {
+			for old := range *o {
+				if len(*o) <= maxOpenAsyncs/2 {
+					break
+				}
+				delete(*o, old)
+			}
+		}
+		(*o)[k] = true
+	case kindFlowEnd:
+		delete(*o, k)
+	}
+}
+
+// snapshot returns a copy of the flows open now.
+func (o openFlows) snapshot() map[asyncOp]bool {
+	m := make(map[asyncOp]bool, len(o))
+	for k := range o {
+		m[k] = true
+	}
+	return m
 }
 
 // detachTee ends s's trace with what the events so far leave open, and
 // queues it after every batch encoded so far, unless s is detached
 // already (Close ended it). Under f.mu, after a pass.
 func (f *flusher) detachTee(s *teeStream) {
-	i := slices.Index(f.tees, s)
+	i := slices.IndexFunc(f.tees, func(t attachedTee) bool { return t.s == s })
 	if i < 0 {
 		return
 	}
@@ -77,7 +150,7 @@ func (f *flusher) detachTee(s *teeStream) {
 // endTees ends every tee's trace: Close's first step, after its pass.
 func (f *flusher) endTees() {
 	for len(f.tees) > 0 {
-		f.detachTee(f.tees[0])
+		f.detachTee(f.tees[0].s)
 	}
 }
 

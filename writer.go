@@ -47,13 +47,20 @@ type batch struct {
 	ends    []endRef   // its E events
 	repeats []endRef   // opRotate: the B events its head repeats, and where the file holds them
 	tee     *teeStream // opTeeStart, opTeeEnd
+	skips   []teeSkip  // events some tees leave out
+}
+
+// A teeSkip is an event of a batch, buf[start:end], that tee s leaves out.
+type teeSkip struct {
+	s          *teeStream
+	start, end int
 }
 
 // The encoder fills a batch through these, and the writer reads it.
 
 // reset readies a free batch to be filled.
 func (b *batch) reset() {
-	b.op, b.headLen, b.openLen, b.ends, b.repeats = opWrite, 0, 0, b.ends[:0], b.repeats[:0]
+	b.op, b.headLen, b.openLen, b.ends, b.repeats, b.skips = opWrite, 0, 0, b.ends[:0], b.repeats[:0], b.skips[:0]
 }
 
 // seal gives b its encoded events, buf, how many they are and its number.
@@ -76,6 +83,9 @@ func (b *batch) markHead(n int) { b.headLen = n }
 
 // noteEnd notes the E event at e, should a write fail (see failures).
 func (b *batch) noteEnd(e endRef) { b.ends = append(b.ends, e) }
+
+// noteTeeSkip notes an event a tee leaves out.
+func (b *batch) noteTeeSkip(k teeSkip) { b.skips = append(b.skips, k) }
 
 // noteRepeat notes the B event at r, which the head of a new file
 // repeats, should the file be refused (see failures.refused).
@@ -197,11 +207,11 @@ func (w *writer) run() {
 			b.tee.end(b.buf)
 			continue
 		case opRotate:
-			w.copyToTees(b.buf[b.headLen:]) // the tees have their own head, and no end yet
+			w.copyToTees(b, b.headLen) // the tees have their own head, and no end yet
 			w.fails.unpair(b)
 			w.rotate(b)
 		default:
-			w.copyToTees(b.buf)
+			w.copyToTees(b, 0)
 			w.fails.unpair(b)
 			w.write(b, b.buf)
 		}
@@ -211,12 +221,20 @@ func (w *writer) run() {
 	}
 }
 
-// copyToTees copies p, events as encoded, to every tee: before unpair,
-// which turns an E whose B the file lost into an instant (a tee has that
-// B), and before a write that may fail.
-func (w *writer) copyToTees(p []byte) {
+// copyToTees copies the events of b from offset from, as encoded, to
+// every tee, less those it leaves out: before unpair, which turns an E
+// whose B the file lost into an instant (a tee has that B), and before a
+// write that may fail.
+func (w *writer) copyToTees(b *batch, from int) {
 	for _, s := range w.tees {
-		s.put(p)
+		at := from
+		for _, k := range b.skips {
+			if k.s == s && k.start >= at {
+				s.put(b.buf[at:k.start])
+				at = k.end
+			}
+		}
+		s.put(b.buf[at:])
 	}
 }
 
