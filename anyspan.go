@@ -33,7 +33,8 @@ package tracer
 // from its parent to the slice open on the child's goroutine at the
 // child's start: the child itself if it is drawn on that track, the slice
 // it was started in if it is drawn as an async slice (both viewers bind
-// flow events to goroutine tracks only). The arrow leaves the parent's
+// flow events to goroutine tracks only), and no arrow if it was started
+// in none. The arrow leaves the parent's
 // goroutine at the parent's start: Perfetto binds a flow event to the
 // newest slice on its track, which may have ended already, so the arrow
 // leaves from where the parent begins. A child that began on its parent's
