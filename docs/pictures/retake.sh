@@ -37,3 +37,10 @@ node "$here/screenshot.js" "$work/lanes/services.json" "$here/services-lanes.png
 mkdir "$work/otel.d"
 (cd "$work/otel.d" && ../otel >/dev/null)
 node "$here/screenshot.js" "$work/otel.d/otel.json" "$here/otel-nested.png" 1200x1000
+
+# capture.png: tracedebug's capture of a server under load (examples/capture),
+# fetched over HTTP as tracer view would.
+(cd "$root" && go build -o "$work/capture" ./examples/capture)
+mkdir "$work/capture.d"
+(cd "$work/capture.d" && ../capture >/dev/null)
+node "$here/screenshot.js" "$work/capture.d/capture.json" "$here/capture.png" 1200x700
