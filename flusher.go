@@ -74,9 +74,10 @@ func (f *flusher) prepare(r *recorder, o *options, s sink) (base int64) {
 	f.r, f.opts, f.base, f.wall = r, o, base, wallAt(base)
 	f.batchLimit = batchBytes
 	f.traits = s.traits()
-	// Every tracer remembers its goroutines' names, for a tee's head;
-	// only files and a window write them again, and need to know which
-	// goroutines each batch holds (the encoder tells them: fileNames).
+	// Every tracer remembers the names the program gave its goroutines,
+	// for a tee's head. Files and a window write names again, those the
+	// flusher gave too, and need to know which goroutines each batch
+	// holds (the encoder tells them: fileNames).
 	f.names = newTrackNames()
 	f.asyncs.keepArgs = f.traits.files != nil
 	if o.lanes {
