@@ -88,7 +88,7 @@ func record(s *stream) (end func() error, err error) {
 			if err != nil {
 				return nil, err
 			}
-			return te.Stop, nil
+			return func() error { return stopTee(te) }, nil
 		}
 		tr, err := tracer.NewWithWriter(s, // its head waits in s until it is the default
 			tracer.WithErrorHandler(func(error) {}), // a client gone: nothing to tell the program
@@ -106,6 +106,22 @@ func record(s *stream) (end func() error, err error) {
 			return nil, err
 		}
 		// The program started its tracer meanwhile: tee it.
+	}
+}
+
+// stopTee ends the capture te, waiting for its client at most
+// stopTimeout, whatever the program's own tracer's stop timeout is: past
+// it, the caller cuts the write under way, which ends the tee.
+func stopTee(te *tracer.Tee) error {
+	done := make(chan error, 1)
+	go func() { done <- te.Stop() }()
+	timer := time.NewTimer(stopTimeout)
+	defer timer.Stop()
+	select {
+	case err := <-done:
+		return err
+	case <-timer.C:
+		return errors.New("tracedebug: the client stopped reading")
 	}
 }
 

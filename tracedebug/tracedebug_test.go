@@ -23,6 +23,7 @@ import (
 	"github.com/gotracer/tracer/tracehttp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/atomic"
 )
 
 // The tests share the default tracer, which a capture sets: none runs in
@@ -273,46 +274,69 @@ func TestOneCaptureAtATime(t *testing.T) {
 }
 
 // TestStalledClient: a client that stops reading holds up neither the
-// program nor the next capture: the capture drops what it cannot send,
-// its end gives up on the client after a bounded wait, and nothing of it
-// is left running.
+// program nor the next capture: the capture drops what it cannot send (or,
+// a tee of the program's own tracer, is cut), its end gives up on the
+// client after a bounded wait, whatever the program's stop timeout, and
+// nothing of it is left running.
 func TestStalledClient(t *testing.T) {
-	srv := debugServer(t)
-	before := runtime.NumGoroutine()
-	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
-	require.NoError(t, err)
-	defer conn.Close()
-	require.NoError(t, conn.(*net.TCPConn).SetReadBuffer(4<<10))
-	_, err = io.WriteString(conn, "GET /debug/tracer/trace?seconds=0.5 HTTP/1.1\r\nHost: x\r\n\r\n")
-	require.NoError(t, err)
-	require.Eventually(t, tracer.Enabled, 20*time.Second, time.Millisecond, "the capture starts")
-	// Megabytes of events, more than the sockets hold, that nobody reads.
-	var wg sync.WaitGroup
-	for range 2 {
-		wg.Go(func() {
-			for tracer.Enabled() {
-				tracer.Span("unread", tracer.String("pad", "padding that fills the socket's buffers sooner"))()
+	for _, tee := range []bool{false, true} {
+		t.Run(fmt.Sprintf("tee=%v", tee), func(t *testing.T) {
+			srv := debugServer(t)
+			if tee {
+				// The program's tracer waits for its sink forever.
+				tr, err := tracer.NewWithWriter(io.Discard, tracer.WithStopTimeout(0))
+				require.NoError(t, err)
+				require.NoError(t, tracer.SetDefault(tr))
+				defer tracer.Stop()
+			}
+			before := runtime.NumGoroutine()
+			conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+			require.NoError(t, err)
+			defer conn.Close()
+			require.NoError(t, conn.(*net.TCPConn).SetReadBuffer(4<<10))
+			_, err = io.WriteString(conn, "GET /debug/tracer/trace?seconds=0.5 HTTP/1.1\r\nHost: x\r\n\r\n")
+			require.NoError(t, err)
+			require.Eventually(t, func() bool { return capturing(t, srv) }, 20*time.Second, time.Millisecond, "the capture starts")
+			// Megabytes of events, more than the sockets hold, that nobody reads.
+			var stop atomic.Bool
+			var wg sync.WaitGroup
+			for range 2 {
+				wg.Go(func() {
+					for !stop.Load() {
+						tracer.Span("unread", tracer.String("pad", "padding that fills the socket's buffers sooner"))()
+					}
+				})
+			}
+			require.Eventually(t, func() bool { return !capturing(t, srv) }, 20*time.Second, time.Millisecond,
+				"the capture ended, however its client behaves")
+			stop.Store(true)
+			wg.Wait()
+
+			code, body, _ := get(t, context.Background(), srv.URL+"/debug/tracer/trace?seconds=0.1")
+			require.Equal(t, http.StatusOK, code, "%s", body)
+			tracecheck.Parse(t, body)
+			require.Eventually(t, func() bool { return !capturing(t, srv) }, 20*time.Second, time.Millisecond)
+			assert.Equal(t, tee, tracer.Enabled(), "only the program's own tracer runs")
+			conn.Close()
+			http.DefaultClient.CloseIdleConnections()
+			srv.CloseClientConnections()
+			// Polled here: Eventually runs its condition on goroutines of its own.
+			for deadline := time.Now().Add(20 * time.Second); runtime.NumGoroutine() > before && time.Now().Before(deadline); {
+				time.Sleep(time.Millisecond)
+			}
+			if n := runtime.NumGoroutine(); n > before {
+				buf := make([]byte, 1<<20)
+				t.Fatalf("goroutines left running: %d, %d before:\n%s", n, before, buf[:runtime.Stack(buf, true)])
 			}
 		})
 	}
-	idle(t, srv) // the capture ended, however its client behaves
-	wg.Wait()
+}
 
-	code, body, _ := get(t, context.Background(), srv.URL+"/debug/tracer/trace?seconds=0.1")
-	require.Equal(t, http.StatusOK, code, "%s", body)
-	tracecheck.Parse(t, body)
-	idle(t, srv)
-	conn.Close()
-	http.DefaultClient.CloseIdleConnections()
-	srv.CloseClientConnections()
-	// Polled here: Eventually runs its condition on goroutines of its own.
-	for deadline := time.Now().Add(20 * time.Second); runtime.NumGoroutine() > before && time.Now().Before(deadline); {
-		time.Sleep(time.Millisecond)
-	}
-	if n := runtime.NumGoroutine(); n > before {
-		buf := make([]byte, 1<<20)
-		t.Fatalf("goroutines left running: %d, %d before:\n%s", n, before, buf[:runtime.Stack(buf, true)])
-	}
+// capturing reports whether srv's index says a capture runs.
+func capturing(t *testing.T, srv *httptest.Server) bool {
+	code, body, _ := get(t, context.Background(), srv.URL+"/debug/tracer/")
+	require.Equal(t, http.StatusOK, code)
+	return bytes.Contains(body, []byte("A capture is running"))
 }
 
 // TestCaptureRefusals: bad seconds and a capture longer than the server's
