@@ -16,12 +16,16 @@ import (
 // started are tees.
 //
 // The tee's trace stands alone and loads in both viewers: it starts with
-// "[", the process metadata, every goroutine's name and the B events of
-// the spans already open, and it ends, at Stop, with a B event for each
-// span still open, an "e" for each async operation still open, and "]".
-// In between it holds every event the tracer encodes: spans that began
-// before the tee and end during it are there whole, with their real start
-// times (nothing is clipped to the tee's window).
+// "[", the process metadata, the goroutines' names, the B events of the
+// spans open whose B the tracer had written (one open longer than a flush
+// interval, or a LongSpan) and the "b" of the async operations open; it
+// ends, at Stop, with a B event for each span still open, an "e" for each
+// async operation still open, and "]". In between it holds every event
+// recorded from the call on: spans that began before the tee and end
+// during it are there whole, with their real start times (nothing is
+// clipped to the tee's window). What ended before the call is not in it,
+// nor the steps and ends of the flows begun before it, whose starts are
+// not (the viewers would draw them from nothing).
 //
 // The io.Writer runs on a goroutine of the tee's own, never on the
 // tracer's goroutines and never under its locks, and the tracer never
