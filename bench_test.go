@@ -79,11 +79,23 @@ func BenchmarkSpanTwoArgs(b *testing.B) {
 // BenchmarkEncode times the flusher alone: spans recorded with the timer
 // stopped are paired, encoded and written to a file with the timer
 // running. It reports X events per second of one core.
-func BenchmarkEncode(b *testing.B) {
+func BenchmarkEncode(b *testing.B) { benchEncode(b, false) }
+
+// BenchmarkEncodeTee is BenchmarkEncode with a tee attached (see
+// Tracer.Tee), writing to io.Discard: what a capture costs the flusher
+// and the writer while it runs.
+func BenchmarkEncodeTee(b *testing.B) { benchEncode(b, true) }
+
+func benchEncode(b *testing.B, tee bool) {
 	const batch = 8192
 	tr, err := New(filepath.Join(b.TempDir(), "encode.json"), WithFlushInterval(10*time.Second))
 	require.NoError(b, err)
 	defer tr.Close()
+	if tee {
+		te, err := tr.Tee(io.Discard)
+		require.NoError(b, err)
+		defer func() { require.NoError(b, te.Stop()) }()
+	}
 	b.ReportAllocs()
 	b.ResetTimer()
 	var elapsed time.Duration
