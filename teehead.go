@@ -29,16 +29,11 @@ func (f *flusher) attachTee(s *teeStream) error {
 	done := f.aside(64<<10 + 128*(f.names.len()+f.open.count))
 	f.appendHeader()
 	f.names.forAll(f.appendTrackName)
-	if f.shared == nil && f.fileNames() == nil {
+	if f.ownNamesForgotten() {
 		// A plain file's flusher remembers the names the program gave,
-		// not its own: the goroutines of the B events below get theirs
+		// not its own: the goroutines of the events below get theirs
 		// here, and every other one again before its next event.
-		for gid := range f.open.stacks {
-			if !f.names.has(gid) {
-				tn := autoName(gid)
-				f.appendTrackName(gid, &tn)
-			}
-		}
+		f.nameOpen()
 		f.auto.forgetOwn()
 	}
 	f.open.appendBegins(&f.enc, writtenSpans)
@@ -47,6 +42,38 @@ func (f *flusher) attachTee(s *teeStream) error {
 	f.out.enqueue(&batch{op: opTeeStart, buf: done(), tee: s})
 	f.tees = append(f.tees, attachedTee{s: s, before: f.flows.snapshot(), since: nanotime()})
 	return nil
+}
+
+// ownNamesForgotten reports whether the flusher forgets the names it
+// gives goroutines (see autoName): a plain file's, whose goroutines are
+// tracks (no lanes).
+func (f *flusher) ownNamesForgotten() bool { return f.shared == nil && f.fileNames() == nil }
+
+// nameOpen writes the name the flusher gives each goroutine with
+// something open (a span, a SpanHandle, an async operation begun there),
+// unless the program named it: the events a tee's head and end write for
+// them are on their tracks. A goroutine named twice in a trace is named
+// once in the viewers.
+func (f *flusher) nameOpen() {
+	named := map[uint64]bool{}
+	name := func(gid uint64) {
+		if !named[gid] && !f.names.has(gid) {
+			named[gid] = true
+			tn := autoName(gid)
+			f.appendTrackName(gid, &tn)
+		}
+	}
+	for gid := range f.open.stacks {
+		name(gid)
+	}
+	for _, st := range f.open.anys.asyncs {
+		name(st.gid)
+	}
+	for _, st := range f.asyncs.m {
+		for i := range st {
+			name(st[i].head.gid())
+		}
+	}
 }
 
 // An attachedTee is a tee as the flusher knows it: its stream, and the
@@ -137,6 +164,9 @@ func (f *flusher) detachTee(s *teeStream) {
 		// A flight recorder's batches name no goroutine (a dump names
 		// them all): those named since the head are named here.
 		f.names.forAll(f.appendTrackName)
+	}
+	if f.ownNamesForgotten() {
+		f.nameOpen() // the goroutines of the events below, again if need be
 	}
 	f.open.appendBegins(&f.enc, unwrittenSpans)
 	at := nanotime()
