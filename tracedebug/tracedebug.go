@@ -49,6 +49,9 @@
 //     given to SetFlightRecorder (gzip=1 compresses it), or says how to set
 //     one up.
 //
+// They answer GET only (405 to anything else, HEAD included) and change
+// nothing in the program but starting a bounded capture.
+//
 // # The slow moments, caught by the program
 //
 // CatchSlow keeps the last seconds in a flight recorder and writes them to
@@ -82,12 +85,20 @@ func init() {
 
 // Handler returns the handler of the index, /trace and /recent, which
 // serves them under any prefix that ends with a slash: mount it at
-// "/debug/tracer/", or at another prefix with http.StripPrefix.
+// "/debug/tracer/", or at another prefix with http.StripPrefix. It
+// answers GET only: any other method gets 405 Method Not Allowed.
 func Handler() http.Handler { return handler{} }
 
 type handler struct{}
 
 func (handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet {
+		// Nothing here changes anything but starting a bounded capture,
+		// which a HEAD would start for nothing.
+		w.Header().Set("Allow", http.MethodGet)
+		http.Error(w, "tracedebug: "+r.Method+": GET only", http.StatusMethodNotAllowed)
+		return
+	}
 	switch name := r.URL.Path[strings.LastIndexByte(r.URL.Path, '/')+1:]; name {
 	case "":
 		serveIndex(w, r)

@@ -447,6 +447,23 @@ func TestIndexAndPaths(t *testing.T) {
 	idle(t, other, "/admin/tracing/")
 }
 
+// TestGetOnly: every other method gets 405 and starts nothing.
+func TestGetOnly(t *testing.T) {
+	srv := debugServer(t)
+	for _, path := range []string{"", "trace?seconds=0.1", "recent"} {
+		for _, method := range []string{"POST", "PUT", "DELETE", "HEAD", "PATCH"} {
+			req, err := http.NewRequest(method, srv.URL+"/debug/tracer/"+path, nil)
+			require.NoError(t, err)
+			resp, err := http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			resp.Body.Close()
+			assert.Equal(t, http.StatusMethodNotAllowed, resp.StatusCode, "%s %s", method, path)
+			assert.Equal(t, "GET", resp.Header.Get("Allow"))
+			assert.False(t, tracer.Enabled(), "%s %s started a capture", method, path)
+		}
+	}
+}
+
 // TestDefaultServeMux: the blank import registers the handler on
 // http.DefaultServeMux, as net/http/pprof does.
 func TestDefaultServeMux(t *testing.T) {
