@@ -13,20 +13,22 @@ const anyMark = 1 << 63
 
 // An anyState is what the flusher knows of an open SpanHandle.
 type anyState struct {
-	gid       uint64 // the goroutine it started on
-	startAt   int64  // when it started
-	parentGid uint64 // the goroutine whose stack held its parent when it started, 0 if none
-	parentAt  int64  // when its parent started
-	async     bool   // off its stack: it is drawn as an async slice
-	written   bool   // async: its "b" is in the file
-	ended     bool   // its B is in the file and it ended under open spans: its E waits for them
-	drawn     bool   // it ended with a span below it: its own end is ignored
-	enclosed  bool   // a Span was open below it on its stack when it started: see flowFromParent
-	endArgs   []slot // the args of its end, while ended
-	start     slot   // async: its start, and its extra and arg slots
-	rest      []slot
-	batch     uint64 // async: the write that held its b
-	off       int    // where in that write
+	gid        uint64 // the goroutine it started on
+	startAt    int64  // when it started
+	parentGid  uint64 // the goroutine whose stack held its parent when it started, 0 if none
+	parentAt   int64  // when its parent started
+	async      bool   // off its stack: it is drawn as an async slice
+	written    bool   // async: its "b" is in the file
+	ended      bool   // its B is in the file and it ended under open spans: its E waits for them
+	drawn      bool   // it ended with a span below it: its own end is ignored
+	enclosed   bool   // a Span was open below it on its stack when it started: see flowFromParent
+	lane       uint64 // with lanes, the lane its goroutine held when it started (its flow ends there)
+	parentLane uint64 // with lanes, its parent's lane (its flow starts there)
+	endArgs    []slot // the args of its end, while ended
+	start      slot   // async: its start, and its extra and arg slots
+	rest       []slot
+	batch      uint64 // async: the write that held its b
+	off        int    // where in that write
 
 	// The flow from a parent on another goroutine starts in the parent's
 	// slice on its track: it can be drawn only if the parent is drawn
@@ -50,11 +52,12 @@ const (
 // A pendingFlow is the flow from a SpanHandle to a child that ended before
 // the SpanHandle's drawing was known.
 type pendingFlow struct {
-	start     slot
-	rest      []slot
-	gid       uint64
-	parentGid uint64
-	parentAt  int64
+	start            slot
+	rest             []slot
+	gid              uint64
+	parentGid        uint64
+	parentAt         int64
+	lane, parentLane uint64
 }
 
 // anySpans holds the open SpanHandles, by id.
@@ -114,7 +117,7 @@ func (f *flusher) pushAny(h *slot, rest []slot) {
 		parent := rest[len(rest)-1].num
 		rest = rest[:len(rest)-1]
 		if ps := a.open[parent]; ps != nil && !ps.async && !ps.drawn && !ps.ended {
-			st.parentGid, st.parentAt = ps.gid, ps.startAt
+			st.parentGid, st.parentAt, st.parentLane = ps.gid, ps.startAt, ps.lane
 			if ps.gid != st.gid {
 				st.parentID = parent
 				ps.children++
@@ -123,6 +126,12 @@ func (f *flusher) pushAny(h *slot, rest []slot) {
 	}
 	a.open[id] = st
 	f.push(h, rest, anyMark|id)
+	if f.shared != nil {
+		// The lane its goroutine holds from now until its last open span
+		// ends: a flow written later, when the goroutine may hold
+		// another, must be drawn on this one.
+		st.lane = f.shared.tid(h.gid())
+	}
 }
 
 // popAny pairs a SpanHandle's end with its start: see SpanHandle for how
@@ -382,7 +391,7 @@ func (f *flusher) flowFromParent(st *anyState, start *slot, rest []slot, land bo
 		if d == drawingUnknown {
 			if land {
 				ps.flows = append(ps.flows, pendingFlow{start: *start, rest: append([]slot(nil), rest...),
-					gid: st.gid, parentGid: st.parentGid, parentAt: st.parentAt})
+					gid: st.gid, parentGid: st.parentGid, parentAt: st.parentAt, lane: st.lane, parentLane: st.parentLane})
 			}
 			return
 		}
@@ -393,11 +402,25 @@ func (f *flusher) flowFromParent(st *anyState, start *slot, rest []slot, land bo
 		}
 	}
 	if d == drawnOnTrack && land {
-		at := f.enc.size()
-		f.enc.anyFlow(start, rest, 's', st.parentGid, st.parentAt)
-		f.enc.anyFlow(start, rest, 'f', st.gid, start.at())
-		f.skipEarlierFlow(start.at(), at)
+		f.writeFlow(start, rest, st.gid, st.parentGid, st.parentAt, st.lane, st.parentLane)
 	}
+}
+
+// writeFlow writes the flow arrow from a SpanHandle's parent, which
+// started at parentAt on goroutine parentGid (on lane parentLane, with
+// lanes), to the SpanHandle that started with start on goroutine gid (on
+// lane lane).
+func (f *flusher) writeFlow(start *slot, rest []slot, gid, parentGid uint64, parentAt int64, lane, parentLane uint64) {
+	at := f.enc.size()
+	if f.shared != nil {
+		f.enc.nextOnLane(parentLane)
+	}
+	f.enc.anyFlow(start, rest, 's', parentGid, parentAt)
+	if f.shared != nil {
+		f.enc.nextOnLane(lane)
+	}
+	f.enc.anyFlow(start, rest, 'f', gid, start.at())
+	f.skipEarlierFlow(start.at(), at)
 }
 
 // drawnAs notes how the SpanHandle st is drawn, and writes the flows to
@@ -410,10 +433,7 @@ func (f *flusher) drawnAs(st *anyState, d drawing) {
 	if d == drawnOnTrack {
 		for i := range st.flows {
 			p := &st.flows[i]
-			at := f.enc.size()
-			f.enc.anyFlow(&p.start, p.rest, 's', p.parentGid, p.parentAt)
-			f.enc.anyFlow(&p.start, p.rest, 'f', p.gid, p.start.at())
-			f.skipEarlierFlow(p.start.at(), at)
+			f.writeFlow(&p.start, p.rest, p.gid, p.parentGid, p.parentAt, p.lane, p.parentLane)
 		}
 	}
 	st.flows = nil

@@ -35,9 +35,10 @@ import (
 // crash does, which both viewers still load. A write error ends the tee
 // the same way. Neither changes anything for the tracer's own file.
 //
-// While a write to the tracer's file fails (a full disk), the tee still
-// gets every event, and may get a span's B event twice: the tracer writes
-// again the B events the file lost.
+// A write to the tracer's own file that loses events (a full disk, a
+// broken pipe) ends its tees the same way, as cut files, and their Stop
+// says so: the tracer then writes again what the file lost, which a tee,
+// that got every event, would hold twice.
 type Tee struct {
 	t    *Tracer
 	s    *teeStream

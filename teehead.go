@@ -28,17 +28,19 @@ func (f *flusher) attachTee(s *teeStream) error {
 	f.send()
 	done := f.aside(64<<10 + 128*(f.names.len()+f.open.count))
 	f.appendHeader()
+	f.open.appendBegins(&f.enc, writtenSpans)
+	f.asyncs.reopen(&f.enc)
+	f.open.anys.appendWrittenAsyncs(&f.enc)
+	// The names after the events: with lanes, those events may take
+	// lanes that are new.
 	f.names.forAll(f.appendTrackName)
 	if f.ownNamesForgotten() {
 		// A plain file's flusher remembers the names the program gave,
-		// not its own: the goroutines of the events below get theirs
+		// not its own: the goroutines of the events above get theirs
 		// here, and every other one again before its next event.
 		f.nameOpen()
 		f.auto.forgetOwn()
 	}
-	f.open.appendBegins(&f.enc, writtenSpans)
-	f.asyncs.reopen(&f.enc)
-	f.open.anys.appendWrittenAsyncs(&f.enc)
 	f.out.enqueue(&batch{op: opTeeStart, buf: done(), tee: s})
 	f.tees = append(f.tees, attachedTee{s: s, before: f.flows.snapshot(), since: nanotime()})
 	return nil
@@ -160,18 +162,19 @@ func (f *flusher) detachTee(s *teeStream) {
 	f.tees = slices.Delete(f.tees, i, i+1)
 	f.send()
 	done := f.aside(64<<10 + 128*f.open.count)
-	if f.traits.window {
-		// A flight recorder's batches name no goroutine (a dump names
-		// them all): those named since the head are named here.
-		f.names.forAll(f.appendTrackName)
-	}
-	if f.ownNamesForgotten() {
-		f.nameOpen() // the goroutines of the events below, again if need be
-	}
 	f.open.appendBegins(&f.enc, unwrittenSpans)
 	at := nanotime()
 	f.asyncs.cut(&f.enc, at)
 	f.open.anys.endAsyncs(&f.enc, at)
+	if f.traits.window || f.shared != nil {
+		// A flight recorder's batches name no goroutine (a dump names
+		// them all), and the events above may take lanes that are new:
+		// every name again.
+		f.names.forAll(f.appendTrackName)
+	}
+	if f.ownNamesForgotten() {
+		f.nameOpen() // the goroutines of the events above, again if need be
+	}
 	f.appendProcessName() // an event to end the array with: the first again, which both viewers take as one
 	f.enc.closeArray()
 	f.out.enqueue(&batch{op: opTeeEnd, buf: done(), tee: s})

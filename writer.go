@@ -238,6 +238,17 @@ func (w *writer) copyToTees(b *batch, from int) {
 	}
 }
 
+// cutTees ends every tee where it is, after a write that lost events:
+// the encoder writes again what the file lost (B events, or the spans
+// whole), which a tee, that got the batch whole, would hold twice, a B
+// among them that never ends. A tee's trace so ends as a file cut by a
+// crash does, and its Stop says why.
+func (w *writer) cutTees(err error) {
+	for _, s := range w.tees {
+		s.abort(fmt.Errorf("tracer: tee: the tracer's own write failed (%w): the tee's trace stops there, as a file cut by a crash does", err))
+	}
+}
+
 // finish waits for the writer goroutine to write what is queued, closes
 // the sink and returns the write errors since the last sync and the
 // sink's Close error. The queue must hold nothing more to come.
@@ -287,6 +298,7 @@ func (w *writer) write(b *batch, p []byte) {
 			delivered := len(b.buf) - len(p) + n
 			events := min(eventsIn(p[:n]), b.events)
 			carried := w.fails.failed(b, delivered)
+			w.cutTees(err)
 			w.delivered(events)
 			w.lost.Add(uint64(max(b.events-events-carried, 0)))
 		} else {
@@ -413,6 +425,7 @@ func (w *writer) rotate(b *batch) {
 		// The file goes on, without the new one's head: its events are
 		// not written, but the B events whose copy in the file was lost.
 		w.fail(err)
+		w.cutTees(err)
 		b.events = max(0, b.events-eventsIn(b.buf[:b.headLen]))
 		w.fails.refused(b)
 		w.write(b, b.buf[b.headLen:]) // the carry too
