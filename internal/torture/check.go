@@ -226,10 +226,6 @@ func (r *run) childPid() int {
 func (r *run) checkTraceFile(f traceFile, ids *idSet) {
 	rules := r.rules(f)
 	t := r.cfg.Tracers[f.tracer]
-	// A tee gets a B event again when the tracer writes it again because
-	// its own file lost it: a failed write.
-	teeRepeats := (f.kind == "tee" || f.kind == "tee-cut") &&
-		(f.tracer == 0 && r.cfg.Tmpfs || t.Fault != faultNone || t.FifoDiesAt > 0)
 	set := ids
 	if !f.account {
 		set = newIDSet(r) // a recording mid-run: checked alone
@@ -253,7 +249,7 @@ func (r *run) checkTraceFile(f traceFile, ids *idSet) {
 		default:
 			owners[fmt.Sprintf("pid %d, tracer %d", pid, tr)]++
 		}
-		if p := set.add(pid, id, b, t.Sink.rotates(), teeRepeats); p != "" {
+		if p := set.add(pid, id, b, t.Sink.rotates()); p != "" {
 			set.problem(rel, p)
 		}
 	})
@@ -311,9 +307,8 @@ func newIDSet(r *run) *idSet { return &idSet{r: r, streams: map[streamKey][]uint
 // add records an event; it returns a problem if the event was written
 // twice. Only a B event may be in two files, and only of a rotated trace,
 // which writes the B of a span open across a rotation again at the top
-// of the new file; or twice in a tee's file (tee), when the tracer wrote
-// again a B that a failed write took from its own file (see tracer.Tee).
-func (s *idSet) add(pid int, id int64, b bool, rotates, tee bool) string {
+// of the new file.
+func (s *idSet) add(pid int, id int64, b bool, rotates bool) string {
 	tr, w, c, seq := splitID(id)
 	k := streamKey{pid, tr, w, c}
 	st := s.streams[k]
@@ -335,7 +330,7 @@ func (s *idSet) add(pid int, id int64, b bool, rotates, tee bool) string {
 		return ""
 	}
 	sameFile := old&^3 == fileTag
-	if b && old&3 == seenB && (!sameFile && rotates || tee) {
+	if b && old&3 == seenB && !sameFile && rotates {
 		return ""
 	}
 	s.dups++

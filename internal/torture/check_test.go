@@ -136,37 +136,32 @@ func TestIDSetFindsEventsWrittenTwice(t *testing.T) {
 	id := makeID(0, 3, clSpan, 5)
 	s := newIDSet(r)
 	s.file++
-	require.Empty(t, s.add(7, id, false, false, false))
-	require.Contains(t, s.add(7, id, false, false, false), "written twice (in one file)")
+	require.Empty(t, s.add(7, id, false, false))
+	require.Contains(t, s.add(7, id, false, false), "written twice (in one file)")
 
 	s = newIDSet(r)
 	s.file++
-	require.Empty(t, s.add(7, id, true, true, false))
+	require.Empty(t, s.add(7, id, true, true))
 	s.file++
-	require.Empty(t, s.add(7, id, true, true, false), "rotation writes a B open across it again at the top of the next file")
-	require.Contains(t, s.add(7, id, true, true, false), "in one file", "but once a file")
+	require.Empty(t, s.add(7, id, true, true), "rotation writes a B open across it again at the top of the next file")
+	require.Contains(t, s.add(7, id, true, true), "in one file", "but once a file")
 
 	s = newIDSet(r)
 	s.file++
-	require.Empty(t, s.add(7, id, true, false, false))
+	require.Empty(t, s.add(7, id, true, false))
 	s.file++
-	require.Contains(t, s.add(7, id, true, false, false), "in two files", "without rotation, never")
+	require.Contains(t, s.add(7, id, true, false), "in two files", "without rotation, never")
 
 	s = newIDSet(r)
 	s.file++
-	require.Empty(t, s.add(7, id, false, true, false))
+	require.Empty(t, s.add(7, id, false, true))
 	s.file++
-	require.Contains(t, s.add(7, id, true, true, false), "written twice", "an X, then a B")
+	require.Contains(t, s.add(7, id, true, true), "written twice", "an X, then a B")
 
 	require.True(t, s.has(streamKey{7, 0, 3, clSpan}, 5))
 	require.False(t, s.has(streamKey{7, 0, 3, clSpan}, 4))
 	require.Equal(t, uint64(1), s.found(7, 0)[clSpan])
 
-	s = newIDSet(r)
-	s.file++
-	require.Empty(t, s.add(7, id, true, false, true))
-	require.Empty(t, s.add(7, id, true, false, true), "a tee gets a B the tracer wrote again after a failed write")
-	require.Contains(t, s.add(7, id, false, false, true), "written twice", "but never another event twice")
 }
 
 // testRun returns a run of a one-tracer config whose child reported res.
@@ -195,7 +190,7 @@ func TestAccountingCatchesMissingEvents(t *testing.T) {
 			s := newIDSet(r)
 			s.file++
 			for _, id := range tc.seen {
-				require.Empty(t, s.add(7, id, false, false, false))
+				require.Empty(t, s.add(7, id, false, false))
 			}
 			r.accounting(s)
 			if tc.fail == "" {
@@ -242,7 +237,7 @@ func TestDurabilityCatchesEventsLostBeforeAKill(t *testing.T) {
 			s := newIDSet(r)
 			s.file++
 			for _, id := range ids(0, clSpan, tc.seen, 1, clSpan, 0) {
-				s.add(7, id, false, false, false)
+				s.add(7, id, false, false)
 			}
 			r.durability(s)
 			if !tc.fail {
@@ -443,4 +438,20 @@ func TestMemoryGrowthOfSpansNeverEndedIsNoLeak(t *testing.T) {
 	require.Empty(t, r.fails)
 	g, _, _ := fitGrowth(r.rep.samples)
 	require.Greater(t, g, int64(32<<20), "the heap did grow: the check must have taken the spans held off")
+}
+
+func TestWritesFailFindsTheTracer(t *testing.T) {
+	r := &run{cfg: &Config{Tracers: []TracerConfig{{}, {Fault: faultFail}}, Tmpfs: true}}
+	for rel, want := range map[string]bool{
+		"t0/trace.json":      true,
+		"fs/t0/trace.json":   true, // on the tmpfs
+		"t1/writer.json":     true,
+		"tees-t1/tee-0.json": true,
+		"t2/trace.json":      false, // no such tracer
+		"other.json":         false,
+	} {
+		assert.Equal(t, want, r.writesFail(rel), rel)
+	}
+	r.cfg.Tmpfs = false
+	assert.False(t, r.writesFail("fs/t0/trace.json"))
 }

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -261,13 +262,22 @@ var rotatedName = regexp.MustCompile(`\.\d{6}\.json(\.gz)?$`)
 // meets failed writes: a disk that fills, a writer that fails or writes
 // short, a pipe whose reader dies.
 func (r *run) writesFail(rel string) bool {
-	var i int
-	if _, err := fmt.Sscanf(rel, "t%d", &i); err != nil || i >= len(r.cfg.Tracers) {
+	m := tracerDirName.FindStringSubmatch(filepath.ToSlash(rel))
+	if m == nil {
+		return false
+	}
+	i, err := strconv.Atoi(m[1])
+	if err != nil || i >= len(r.cfg.Tracers) {
 		return false
 	}
 	t := r.cfg.Tracers[i]
 	return i == 0 && r.cfg.Tmpfs || t.Fault == faultFail || t.Fault == faultShort || t.FifoDiesAt > 0
 }
+
+// tracerDirName finds the tracer of a file from its path in the run's
+// directory: t0/trace.json, fs/t0/trace.json on the tmpfs,
+// tees-t1/tee-2.json.
+var tracerDirName = regexp.MustCompile(`(?:^|/)(?:tees-)?t(\d+)(?:/|\.|$)`)
 
 // dropUnmatchedAsync removes catapult's warnings of async events of the
 // kind ("BEGIN" or "END") whose other half is not in the file from rep.
