@@ -78,6 +78,9 @@ func (r *run) teeFiles(i int) []traceFile {
 		if strings.HasSuffix(name, ".cut.json") {
 			f.kind = "tee-cut"
 		}
+		if fi, err := e.Info(); err == nil && fi.Size() == 0 && r.killed() {
+			continue // the child made it and was killed before its tee wrote
+		}
 		files = append(files, f)
 	}
 	return files
