@@ -23,9 +23,15 @@ func (f *flusher) attachTee(s *teeStream) error {
 		return ErrClosed
 	}
 	// What was recorded before goes to the file alone, with the batch
-	// under way, which may hold the B events the head repeats.
+	// under way, which may hold the B events the head repeats. Once the
+	// writer has written it all, the flusher learns of the writes that
+	// failed: the head must not repeat a B event the file lost, which
+	// the flusher writes again later (see failedwrites.go). A write that
+	// fails after this ends the tee (writer.cutTees).
 	f.pass(true)
 	f.send()
+	f.out.barrier()
+	f.takeFailures()
 	done := f.aside(64<<10 + 128*(f.names.len()+f.open.count))
 	f.appendHeader()
 	f.open.appendBegins(&f.enc, writtenSpans)

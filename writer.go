@@ -32,6 +32,7 @@ const (
 	opSync                    // write nothing: send the errors so far on done once everything before it is written
 	opTeeStart                // copy every later batch to tee, after buf, the head of its trace (see Tracer.Tee)
 	opTeeEnd                  // copy nothing more to tee, after buf, the end of its trace
+	opBarrier                 // write nothing: send nil on done once everything before it is written
 )
 
 // A batch is one unit of the writer's queue.
@@ -153,6 +154,14 @@ func (w *writer) freeBatch(block bool, giveUp <-chan time.Time) *batch {
 	}
 }
 
+// barrier waits until the writer has written everything queued before
+// it, without taking the write errors that Flush returns.
+func (w *writer) barrier() {
+	b := &batch{op: opBarrier, done: make(chan error, 1)}
+	w.queue <- b
+	<-b.done
+}
+
 // enqueue queues b for the writer goroutine. It never blocks: the queue
 // has room for every batch, and for the syncs besides.
 func (w *writer) enqueue(b *batch) { w.queue <- b }
@@ -197,6 +206,9 @@ func (w *writer) run() {
 			err := w.errs.take()
 			w.mu.Unlock()
 			b.done <- err
+			continue
+		case opBarrier:
+			b.done <- nil
 			continue
 		case opTeeStart:
 			b.tee.put(b.buf)
