@@ -47,7 +47,10 @@ type Tee struct {
 }
 
 // Tee makes w a second destination of t until the Tee's Stop: see Tee.
-// It returns ErrClosed if t is closed or closing. A tracer may have
+// It returns ErrClosed if t is closed or closing. It waits for t to
+// write what was recorded before it, as Flush does: if the sink is
+// stalled, it gives up after the stop timeout (WithStopTimeout) with
+// ErrTimeout. A tracer may have
 // several tees at once; each costs the tracer a copy of every encoded
 // batch while it runs, and nothing once stopped.
 func (t *Tracer) Tee(w io.Writer) (*Tee, error) {
