@@ -263,15 +263,20 @@ func (e *tenv) call(what string, err error, m callMark) {
 	if slow {
 		k += " (slow sink)"
 	}
-	e.mu.Lock()
-	if e.calls == nil {
-		e.calls = map[string]int{}
-	}
-	e.calls[what+": "+k]++
-	e.mu.Unlock()
+	e.count(what + ": " + k)
 	if k == "ErrTimeout" && !e.mayStall() {
 		e.c.rep.fail("t%d: %s returned ErrTimeout (\"the sink is stalled\") after %v, the writer having written %d bytes meanwhile, though this sink never stalls", e.idx, what, took.Round(time.Millisecond), wrote)
 	}
+}
+
+// count counts one answer of a call, "what: kind".
+func (e *tenv) count(answer string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.calls == nil {
+		e.calls = map[string]int{}
+	}
+	e.calls[answer]++
 }
 
 // mayStall reports whether the tracer's sink may stall, or user code it

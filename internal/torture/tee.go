@@ -163,14 +163,7 @@ func expectedTeeEnd(err error) bool {
 // tally counts what a tee's call returned, as call does, without its
 // check of ErrTimeout: a tee's Stop waits for the tee's writer, which may
 // be slow on purpose.
-func (e *tenv) tally(what string, err error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.calls == nil {
-		e.calls = map[string]int{}
-	}
-	e.calls[what+": "+errKind(err)]++
-}
+func (e *tenv) tally(what string, err error) { e.count(what + ": " + errKind(err)) }
 
 // A teeWriter is a tee's io.Writer: a file, slow or failing as its kind
 // says.
