@@ -166,15 +166,16 @@ func closeArray(b []byte) []byte {
 }
 
 // apart makes the encoder write into a new buffer of size bytes, for a
-// trace built aside (the head New writes, a flight recorder's dump), and
-// returns the function that hands that buffer back and restores the
-// batch under way.
+// trace built aside (the head New writes, a flight recorder's dump, a
+// tee's head and end), and returns the function that hands that buffer
+// back and restores the batch under way. What it writes aside is in no
+// batch: an E event there notes nothing for the failed-write protocol.
 func (e *encoder) apart(size int) (done func() []byte) {
-	saved, events := e.buf, e.events
-	e.buf = make([]byte, 0, size)
+	saved, events, cur := e.buf, e.events, e.cur
+	e.buf, e.cur = make([]byte, 0, size), nil
 	return func() []byte {
 		b := e.buf
-		e.buf, e.events = saved, events
+		e.buf, e.events, e.cur = saved, events, cur
 		return b
 	}
 }
@@ -454,6 +455,47 @@ func (e *encoder) end(h *slot, rest, endArgs []slot, at int64, bBatch uint64, bO
 // of tee s's copy of the batch: see flusher.noteFlow.
 func (e *encoder) skipForTee(s *teeStream, start int) {
 	e.cur.noteTeeSkip(teeSkip{s: s, start: start, end: len(e.buf)})
+}
+
+// retimeForTee gives tee s, in place of the event written since start, a
+// copy of it that begins at at, and for an X event lasts dur: a span
+// clipped to the tee's window (see flusher.clipForTees).
+func (e *encoder) retimeForTee(s *teeStream, start int, at, dur int64) {
+	alt := e.cur.teeAlt()
+	from := len(alt)
+	e.cur.noteTeeVariant(s, start, len(e.buf), from, retimed(alt, e.buf[start:], at-e.base, dur))
+}
+
+// retimed appends to dst the event line as the encoder wrote it, with
+// its ts moved to ts (nanoseconds from ts 0) and, if it has a dur, its
+// dur to dur. Its ts is the first `"ts":` of the line: the name and the
+// category before it are JSON strings, which cannot hold an unescaped
+// quote; an X event's dur follows its ts at once (see complete).
+func retimed(dst, line []byte, ts, dur int64) []byte {
+	const tsKey, durKey = `"ts":`, `,"dur":`
+	i := bytes.Index(line, []byte(tsKey))
+	if i < 0 {
+		return append(dst, line...)
+	}
+	i += len(tsKey)
+	dst = jsonenc.Micros(append(dst, line[:i]...), ts)
+	i += numberLen(line[i:])
+	if bytes.HasPrefix(line[i:], []byte(durKey)) {
+		i += len(durKey)
+		dst = jsonenc.Micros(append(dst, durKey...), dur)
+		i += numberLen(line[i:])
+	}
+	return append(dst, line[i:]...)
+}
+
+// numberLen returns the length of the JSON number (as Micros writes one)
+// at the start of b.
+func numberLen(b []byte) int {
+	n := 0
+	for n < len(b) && (b[n] >= '0' && b[n] <= '9' || b[n] == '.' || b[n] == '-') {
+		n++
+	}
+	return n
 }
 
 // noteRepeat notes that the event written since start, at the head of a

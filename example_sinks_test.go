@@ -206,9 +206,13 @@ func ExampleTracer_Tee() {
 	if err := tr.Close(); err != nil {
 		log.Fatal(err)
 	}
+	// The capture is its window: "serve", begun before it, begins at its
+	// start, and "pending", open at its end, ends there.
 	printEvents(capture.Bytes())
 	// Output:
 	// {"name":"serve","ph":"B","ts":T,"pid":P,"tid":G1},
 	// {"name":"request","ph":"X","ts":T,"dur":D,"pid":P,"tid":G1,"args":{"n":1}},
 	// {"name":"pending","ph":"B","ts":T,"pid":P,"tid":G1},
+	// {"name":"pending","ph":"E","ts":T,"pid":P,"tid":G1},
+	// {"name":"serve","ph":"E","ts":T,"pid":P,"tid":G1},
 }

@@ -57,8 +57,9 @@ type flusher struct {
 
 	periodic bool // the pass under way is the flusher goroutine's: see waitForEvents
 
-	tees  []attachedTee // the tees attached and not yet ended: see teehead.go
-	flows openFlows     // for the tees: see noteFlow
+	tees    []attachedTee // the tees attached and not yet ended: see teehead.go
+	flows   openFlows     // for the tees: see noteFlow
+	lastCut int64         // the last pass's cut: where a tee's window starts and ends
 }
 
 // A cursor walks one chain during a pass; the chain keeps its position.
@@ -263,6 +264,7 @@ func (f *flusher) pass(block bool) bool {
 		return false
 	}
 	cut := f.clock.cut()
+	f.lastCut = cut
 	f.takeKeptEnds()
 	f.cursors = f.cursors[:0]
 	for _, l := range *f.r.chains.Load() {
@@ -604,19 +606,6 @@ func (f *flusher) takeFailures() {
 	}
 }
 
-// writeEnd writes the E event, at time at and with endArgs, of a span
-// whose B event is in batch bBatch at bOff. With lanes, tid is the lane
-// of its B, or 0 for the one its goroutine holds.
-func (f *flusher) writeEnd(start *slot, rest, endArgs []slot, at int64, bBatch uint64, bOff int, tid uint64) {
-	if f.shared != nil {
-		if tid == 0 {
-			tid = f.shared.tid(start.gid())
-		}
-		f.enc.nextOnLane(tid)
-	}
-	f.enc.end(start, rest, endArgs, at, bBatch, bOff)
-}
-
 // sync waits until the writer has written everything queued, and returns
 // the write errors since the last sync.
 func (f *flusher) sync() error { return f.syncBy(nil) }
@@ -821,7 +810,7 @@ func (f *flusher) snapshot(window [][]byte) []byte {
 	f.appendHeader()
 	head := f.enc.size()
 	f.names.forAll(func(gid uint64, tn *trackName) { f.enc.appendTrackName(gid, tn) })
-	f.open.appendBegins(&f.enc, allSpans)
+	f.open.appendBegins(&f.enc, allSpans, nil)
 	f.open.anys.appendAsyncs(&f.enc)
 	f.appendLast()
 	enc := done()

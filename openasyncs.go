@@ -80,12 +80,26 @@ func (o *openAsyncs) note(h *slot, rest []slot) {
 
 // reopen appends again the "b" of each open async operation, at the top
 // of a new file.
-func (o *openAsyncs) reopen(enc *encoder) {
+func (o *openAsyncs) reopen(enc *encoder) { o.begins(enc, false, 0) }
+
+// reopenFrom appends the "b" of each open async operation at the head of
+// a tee's trace whose window starts at from: one that began before it
+// begins just before it, a nanosecond before the operation nested in it
+// on the same id (see attachedTee.clips).
+func (o *openAsyncs) reopenFrom(enc *encoder, from int64) { o.begins(enc, true, from) }
+
+// begins appends the "b" of each open async operation, outermost first,
+// clipped to from if clip is set.
+func (o *openAsyncs) begins(enc *encoder, clip bool, from int64) {
 	var rest []slot
 	for _, st := range o.m {
 		for i := range st {
 			rest = append(append(rest[:0], st[i].extra), st[i].args...)
-			enc.event(&st[i].head, rest)
+			h := st[i].head
+			if clip {
+				h.setNanotime(max(h.at(), from-int64(len(st)-i)))
+			}
+			enc.event(&h, rest)
 		}
 	}
 }

@@ -56,6 +56,7 @@ type pendingFlow struct {
 	rest             []slot
 	gid              uint64
 	parentGid        uint64
+	parentID         uint64
 	parentAt         int64
 	lane, parentLane uint64
 }
@@ -149,7 +150,7 @@ func (f *flusher) popAny(end *slot, rest []slot) {
 		return
 	}
 	if st.async {
-		f.writeAsync(st, &st.start, st.rest, endArgs, at)
+		f.writeAsync(id, st, &st.start, st.rest, endArgs, at)
 		a.done(id, st)
 		return
 	}
@@ -182,9 +183,9 @@ func (f *flusher) popAny(end *slot, rest []slot) {
 			ss[j] = openSpan{}
 		}
 		if o.written {
-			f.writeEnd(&o.start, o.rest(), endArgs, at, o.batch, int(o.off), 0)
+			f.writeEnd(o, endArgs, at)
 		} else {
-			f.enc.complete(&o.start, o.rest(), endArgs, at-o.start.at())
+			f.writeComplete(o, endArgs, at)
 		}
 		f.drawnAs(st, drawnOnTrack)
 		f.flowFromParent(st, &o.start, o.rest(), true)
@@ -207,7 +208,7 @@ func (f *flusher) popAny(end *slot, rest []slot) {
 		*s = ss[:len(ss)-1]
 		f.open.count--
 		f.endWaiting(st.gid, s, at)
-		f.writeAsync(st, &start, r, endArgs, at)
+		f.writeAsync(id, st, &start, r, endArgs, at)
 		a.done(id, st)
 	}
 }
@@ -227,9 +228,9 @@ func (f *flusher) endWaiting(gid uint64, s *[]openSpan, at int64) {
 			break
 		}
 		if o.written {
-			f.writeEnd(&o.start, o.rest(), st.endArgs, at, o.batch, int(o.off), 0)
+			f.writeEnd(o, st.endArgs, at)
 		} else { // its B was lost in a failed write
-			f.enc.complete(&o.start, o.rest(), st.endArgs, at-o.start.at())
+			f.writeComplete(o, st.endArgs, at)
 		}
 		f.open.anys.done(id, st)
 		ss[len(ss)-1] = openSpan{}
@@ -253,7 +254,7 @@ func (f *flusher) endAbove(o *openSpan, at int64) {
 		return
 	}
 	if o.written {
-		f.writeEnd(&o.start, o.rest(), st.endArgs, at, o.batch, int(o.off), 0)
+		f.writeEnd(o, st.endArgs, at)
 		f.drawnAs(st, drawnOnTrack)
 		if st.ended {
 			f.open.anys.done(id, st)
@@ -267,31 +268,45 @@ func (f *flusher) endAbove(o *openSpan, at int64) {
 	f.open.anys.asyncs[id] = st
 }
 
-// writeAsync writes a SpanHandle that started with start as an async
-// slice ending at at, and the flow from its parent.
-func (f *flusher) writeAsync(st *anyState, start *slot, rest, endArgs []slot, at int64) {
+// writeAsync writes the SpanHandle id that started with start as an
+// async slice ending at at, and the flow from its parent.
+func (f *flusher) writeAsync(id uint64, st *anyState, start *slot, rest, endArgs []slot, at int64) {
 	f.drawnAs(st, drawnAsync)
 	if !st.written {
-		f.enc.anyAsync(start, rest, nil, 'b', start.at())
+		f.writeAsyncBegin(id, start, rest)
 	}
 	// The e is not written again should its write fail, as an Async's
 	// is not: the viewers draw the slice to the end of the trace.
+	off := f.enc.size()
 	f.enc.anyAsync(start, rest, endArgs, 'e', at)
+	if len(f.tees) > 0 {
+		f.clipEndForTees(anyMark|id, start.at(), off, at)
+	}
 	f.flowFromParent(st, start, rest, st.enclosed)
+}
+
+// writeAsyncBegin writes the "b" of the SpanHandle id that started with
+// start, drawn as an async slice.
+func (f *flusher) writeAsyncBegin(id uint64, start *slot, rest []slot) {
+	off := f.enc.size()
+	f.enc.anyAsync(start, rest, nil, 'b', start.at())
+	if len(f.tees) > 0 {
+		f.clipForTees(anyMark|id, start.at(), off, start.at())
+	}
 }
 
 // writeOldAsyncs writes the "b" of the SpanHandles off their stacks that
 // started before before, so that a crash shows them, queueing each full
 // batch; it returns false if it needed a batch and got none.
 func (f *flusher) writeOldAsyncs(before int64, block bool) bool {
-	for _, st := range f.open.anys.asyncs {
+	for id, st := range f.open.anys.asyncs {
 		if !st.written && st.start.at() < before {
 			if f.full() && !f.nextBatch(block) {
 				return false
 			}
 			st.written = true
 			st.batch, st.off = f.enc.pos()
-			f.enc.anyAsync(&st.start, st.rest, nil, 'b', st.start.at())
+			f.writeAsyncBegin(id, &st.start, st.rest)
 		}
 	}
 	return true
@@ -319,23 +334,26 @@ func (a *anySpans) appendAsyncs(enc *encoder) {
 }
 
 // appendWrittenAsyncs appends the "b" event of each SpanHandle off its
-// stack whose "b" is written and whose end has not come, without noting
-// anything: the head of a tee's trace (see teehead.go).
-func (a *anySpans) appendWrittenAsyncs(enc *encoder) {
-	for _, st := range a.asyncs {
+// stack whose "b" is written and whose end has not come, at startOf its
+// token and start, without noting anything: the head of a tee's trace
+// (see teehead.go).
+func (a *anySpans) appendWrittenAsyncs(enc *encoder, startOf func(token uint64, start int64) int64) {
+	for id, st := range a.asyncs {
 		if st.written {
-			enc.anyAsync(&st.start, st.rest, nil, 'b', st.start.at())
+			b := st.start.movedTo(startOf(anyMark|id, st.start.at()))
+			enc.anyAsync(&b, st.rest, nil, 'b', b.at())
 		}
 	}
 }
 
 // endAsyncs appends, at the end of a tee's trace, an "e" at nanotime at
 // for each SpanHandle off its stack whose end has not come, after its
-// "b" if that is still to be written.
-func (a *anySpans) endAsyncs(enc *encoder, at int64) {
-	for _, st := range a.asyncs {
+// "b" (at startOf its token and start) if that is still to be written.
+func (a *anySpans) endAsyncs(enc *encoder, at int64, startOf func(token uint64, start int64) int64) {
+	for id, st := range a.asyncs {
 		if !st.written {
-			enc.anyAsync(&st.start, st.rest, nil, 'b', st.start.at())
+			b := st.start.movedTo(startOf(anyMark|id, st.start.at()))
+			enc.anyAsync(&b, st.rest, nil, 'b', b.at())
 		}
 		enc.anyAsync(&st.start, st.rest, nil, 'e', at)
 	}
@@ -391,7 +409,7 @@ func (f *flusher) flowFromParent(st *anyState, start *slot, rest []slot, land bo
 		if d == drawingUnknown {
 			if land {
 				ps.flows = append(ps.flows, pendingFlow{start: *start, rest: append([]slot(nil), rest...),
-					gid: st.gid, parentGid: st.parentGid, parentAt: st.parentAt, lane: st.lane, parentLane: st.parentLane})
+					gid: st.gid, parentGid: st.parentGid, parentID: st.parentID, parentAt: st.parentAt, lane: st.lane, parentLane: st.parentLane})
 			}
 			return
 		}
@@ -402,20 +420,23 @@ func (f *flusher) flowFromParent(st *anyState, start *slot, rest []slot, land bo
 		}
 	}
 	if d == drawnOnTrack && land {
-		f.writeFlow(start, rest, st.gid, st.parentGid, st.parentAt, st.lane, st.parentLane)
+		f.writeFlow(start, rest, st.gid, st.parentGid, st.parentID, st.parentAt, st.lane, st.parentLane)
 	}
 }
 
-// writeFlow writes the flow arrow from a SpanHandle's parent, which
-// started at parentAt on goroutine parentGid (on lane parentLane, with
-// lanes), to the SpanHandle that started with start on goroutine gid (on
-// lane lane).
-func (f *flusher) writeFlow(start *slot, rest []slot, gid, parentGid uint64, parentAt int64, lane, parentLane uint64) {
+// writeFlow writes the flow arrow from a SpanHandle's parent parentID,
+// which started at parentAt on goroutine parentGid (on lane parentLane,
+// with lanes), to the SpanHandle that started with start on goroutine gid
+// (on lane lane).
+func (f *flusher) writeFlow(start *slot, rest []slot, gid, parentGid, parentID uint64, parentAt int64, lane, parentLane uint64) {
 	at := f.enc.size()
 	if f.shared != nil {
 		f.enc.nextOnLane(parentLane)
 	}
 	f.enc.anyFlow(start, rest, 's', parentGid, parentAt)
+	if len(f.tees) > 0 {
+		f.clipFlowForTees(start.at(), anyMark|parentID, parentAt, at)
+	}
 	if f.shared != nil {
 		f.enc.nextOnLane(lane)
 	}
@@ -433,7 +454,7 @@ func (f *flusher) drawnAs(st *anyState, d drawing) {
 	if d == drawnOnTrack {
 		for i := range st.flows {
 			p := &st.flows[i]
-			f.writeFlow(&p.start, p.rest, p.gid, p.parentGid, p.parentAt, p.lane, p.parentLane)
+			f.writeFlow(&p.start, p.rest, p.gid, p.parentGid, p.parentID, p.parentAt, p.lane, p.parentLane)
 		}
 	}
 	st.flows = nil

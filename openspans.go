@@ -193,6 +193,32 @@ func (f *flusher) writeBegin(o *openSpan) {
 	seq, off := f.enc.pos()
 	o.written, o.batch, o.off = true, seq, int32(off)
 	f.enc.begin(&o.start, o.rest())
+	if len(f.tees) > 0 {
+		f.clipForTees(o.token, o.start.at(), off, o.start.at())
+	}
+}
+
+// writeEnd writes the E event, at time at and with endArgs, of the span
+// o, whose B event is written.
+func (f *flusher) writeEnd(o *openSpan, endArgs []slot, at int64) {
+	if f.shared != nil {
+		f.enc.nextOnLane(f.shared.tid(o.start.gid()))
+	}
+	off := f.enc.size()
+	f.enc.end(&o.start, o.rest(), endArgs, at, o.batch, int(o.off))
+	if len(f.tees) > 0 {
+		f.clipEndForTees(o.token, o.start.at(), off, at)
+	}
+}
+
+// writeComplete writes the span o, whose B event is not written, as an X
+// event ending at at, with the args of its start and endArgs.
+func (f *flusher) writeComplete(o *openSpan, endArgs []slot, at int64) {
+	off := f.enc.size()
+	f.enc.complete(&o.start, o.rest(), endArgs, at-o.start.at())
+	if len(f.tees) > 0 {
+		f.clipForTees(o.token, o.start.at(), off, at)
+	}
 }
 
 // pop pairs an end record, with the args given to the end, with its start. Spans above it in the stack are
@@ -228,11 +254,11 @@ func (f *flusher) pop(end *slot, endArgs []slot) {
 		}
 		switch {
 		case o.written && j == i:
-			f.writeEnd(&o.start, o.rest(), endArgs, end.at(), o.batch, int(o.off), 0)
+			f.writeEnd(o, endArgs, end.at())
 		case o.written: // ends with the span below it: the args are not its
-			f.writeEnd(&o.start, o.rest(), nil, end.at(), o.batch, int(o.off), 0)
+			f.writeEnd(o, nil, end.at())
 		case j == i:
-			f.enc.complete(&o.start, o.rest(), endArgs, end.at()-o.start.at())
+			f.writeComplete(o, endArgs, end.at())
 		default:
 			f.forgotten.Inc()
 			f.r.refusal.keep(misuseOrder, func() error {
@@ -285,13 +311,21 @@ const (
 
 // appendBegins appends a B event for each open span of set, outermost
 // first, without noting anything: for a flight recording (see snapshot)
-// and a tee's head and end (see teehead.go).
-func (o *openSpans) appendBegins(enc *encoder, set spanSet) {
+// and a tee's head and end (see teehead.go). Each begins at startOf its
+// token and start, if startOf is not nil.
+func (o *openSpans) appendBegins(enc *encoder, set spanSet, startOf func(token uint64, start int64) int64) {
 	for _, s := range o.stacks {
 		for i := range *s {
-			if sp := &(*s)[i]; set == allSpans || sp.written == (set == writtenSpans) {
-				enc.begin(&sp.start, sp.rest())
+			sp := &(*s)[i]
+			if set != allSpans && sp.written != (set == writtenSpans) {
+				continue
 			}
+			if startOf == nil {
+				enc.begin(&sp.start, sp.rest())
+				continue
+			}
+			b := sp.start.movedTo(startOf(sp.token, sp.start.at()))
+			enc.begin(&b, sp.rest())
 		}
 	}
 }

@@ -94,6 +94,14 @@ func (s *slot) asyncEndAt(at int64) slot {
 	return e
 }
 
+// movedTo returns a copy of the head s at nanotime at: a span's start
+// clipped to a tee's window (see teehead.go).
+func (s *slot) movedTo(at int64) slot {
+	c := *s
+	c.setNanotime(at)
+	return c
+}
+
 // setNanotime replaces the head's clock reading with the nanotime ns it
 // stands for: see timebase.fix.
 func (s *slot) setNanotime(ns int64) { s.num = uint64(ns) | rawDone }

@@ -15,17 +15,17 @@ import (
 // test's recorder (package tracetest) beside a tracer that TRACER_FILE
 // started are tees.
 //
-// The tee's trace stands alone and loads in both viewers: it starts with
-// "[", the process metadata, the goroutines' names, the B events of the
-// spans open whose B the tracer had written (one open longer than a flush
-// interval, or a LongSpan) and the "b" of the async operations open; it
-// ends, at Stop, with a B event for each span still open, an "e" for each
-// async operation still open, and "]". In between it holds every event
-// recorded from the call on: spans that began before the tee and end
-// during it are there whole, with their real start times (nothing is
-// clipped to the tee's window). What ended before the call is not in it,
-// nor the steps and ends of the flows begun before it, whose starts are
-// not (the viewers would draw them from nothing).
+// The tee's trace stands alone and loads in both viewers, and it is its
+// window, from the call to Stop, as `tracer cut` cuts one: it holds every
+// event recorded in the window, and the spans, SpanHandles and async
+// operations open when it began, clipped to begin at its start (those on
+// one goroutine a nanosecond apart, outermost first, so that both viewers
+// nest them as they were: at most a nanosecond a level before the
+// window); those still open at its end end there, and its trace ends with
+// "]". What ended before the call is not in it, nor the steps and ends of
+// the flows begun before it, whose starts are not (the viewers would draw
+// them from nothing). The tracer's file gets every span whole, as without
+// the tee.
 //
 // The io.Writer runs on a goroutine of the tee's own, never on the
 // tracer's goroutines and never under its locks, and the tracer never
@@ -118,13 +118,14 @@ func (e *Tee) Flush() error {
 }
 
 // Stop ends the tee: the events recorded before the call reach its
-// io.Writer, then the end of its trace, and Stop returns once the writer
-// has taken them, with the error that ended the tee early, if one did
-// (the writer's, or that it fell behind). The tracer goes on. If the
-// tracer is closed first, Close ends the tee's trace, and Stop only waits
-// for the writer. Later calls return the first one's error. If the sink
-// or the writer is stalled, Stop gives up after the tracer's stop timeout
-// (WithStopTimeout) with ErrTimeout, and the tee ends in the background.
+// io.Writer, then the end of its trace (the spans still open end there),
+// and Stop returns once the writer has taken them, with the error that
+// ended the tee early, if one did (the writer's, or that it fell behind).
+// The tracer goes on. If the tracer is closed first, Close ends the tee's
+// trace, and Stop only waits for the writer. Later calls return the first
+// one's error. If the sink or the writer is stalled, Stop gives up after
+// the tracer's stop timeout (WithStopTimeout) with ErrTimeout, and the
+// tee ends in the background.
 func (e *Tee) Stop() error {
 	if e.onOwnGoroutine() {
 		return reentrant("Tee.Stop")

@@ -21,11 +21,14 @@ import (
 // goroutines record a random mix of what programs record (nested spans,
 // LongSpans, instants, async operations, flows from goroutine to
 // goroutine, SpanHandles ended here or elsewhere, goroutine names), with
-// random flushes and spans made old, on a plain file, with lanes, or
-// rotated. Every tee's trace must stand alone: strict JSON, every
-// track's B and E nested, every async operation paired, every flow step
-// and end after its start, every flow event in a slice of its track,
-// every goroutine's track named. TRACER_TEE_SEED repeats a seed.
+// random flushes and spans made old, on a plain file, with lanes,
+// rotated, or in a flight recorder. Every tee's trace must stand alone
+// and be its window: strict JSON, every track's B and E nested, every
+// async operation paired, nothing open at its end, every flow step and
+// end after its start, every flow event in a slice of its track, every
+// goroutine's track named, every event inside the window, the spans that
+// began before it clipped to its start (see checkWindow).
+// TRACER_TEE_SEED repeats a seed.
 func TestTeeRandom(t *testing.T) {
 	t.Parallel()
 	seed := rand.Uint64()
@@ -48,14 +51,24 @@ func teeRandom(t *testing.T, seed uint64) {
 	rng := rand.New(rand.NewPCG(seed, 1))
 	dir := t.TempDir()
 	opts := []Option{withClock(newTestClock())}
-	mode := rng.IntN(3)
+	mode := rng.IntN(4)
 	switch mode {
 	case 1:
 		opts = append(opts, WithLanes())
 	case 2:
 		opts = append(opts, WithMaxFileSize(minFileSize))
 	}
-	tr, err := New(filepath.Join(dir, "trace.json"), opts...)
+	var tr *Tracer
+	var err error
+	if mode == 3 {
+		var fr *FlightRecorder
+		fr, err = NewFlightRecorder(FlightRecorderConfig{MaxEvents: 1 << 16}, opts...)
+		if fr != nil {
+			tr = fr.Tracer()
+		}
+	} else {
+		tr, err = New(filepath.Join(dir, "trace.json"), opts...)
+	}
 	require.NoError(t, err)
 
 	// Flows and SpanHandles handed between goroutines.
@@ -175,7 +188,7 @@ func teeRandom(t *testing.T, seed uint64) {
 		buf *bytes.Buffer
 	}
 	var tees []live
-	var done [][]byte
+	var done []live
 	for range 40 {
 		switch rng.IntN(5) {
 		case 0, 1:
@@ -189,7 +202,7 @@ func teeRandom(t *testing.T, seed uint64) {
 			if len(tees) > 0 {
 				i := rng.IntN(len(tees))
 				require.NoError(t, tees[i].te.Stop())
-				done = append(done, tees[i].buf.Bytes())
+				done = append(done, tees[i])
 				tees = append(tees[:i], tees[i+1:]...)
 			}
 		case 3:
@@ -217,13 +230,16 @@ func teeRandom(t *testing.T, seed uint64) {
 	require.NoError(t, tr.Close())
 	for _, l := range tees {
 		require.NoError(t, l.te.Stop())
-		done = append(done, l.buf.Bytes())
+		done = append(done, l)
 	}
 	require.NotEmpty(t, done)
 
-	for i, trace := range done {
+	for i, l := range done {
 		t.Run(fmt.Sprintf("tee %d", i), func(t *testing.T) {
-			checkStandsAlone(t, trace, true)
+			trace := l.buf.Bytes()
+			evs := checkStandsAlone(t, trace, true)
+			from, to := teeWindow(tr, l.te)
+			checkWindow(t, evs, from, to)
 			if i == 0 {
 				path := filepath.Join(dir, "tee.json")
 				require.NoError(t, os.WriteFile(path, trace, 0o644))
@@ -233,31 +249,76 @@ func teeRandom(t *testing.T, seed uint64) {
 	}
 }
 
-// checkStandsAlone checks a tee's trace as TestTeeRandom says; named: every
-// track with events must be named (goroutines are tracks: no lanes).
-func checkStandsAlone(t *testing.T, trace []byte, named bool) {
+// teeWindow returns te's window, from its start to its end, in the
+// microseconds of tr's trace.
+func teeWindow(tr *Tracer, te *Tee) (from, to float64) {
+	us := func(ns int64) float64 { return float64(ns-tr.flusher.base) / 1e3 }
+	return us(te.s.from.Load()), us(te.s.to.Load())
+}
+
+// checkWindow checks that a tee's trace is its window, from to to (in
+// the trace's microseconds), as tracer cut cuts one: every event inside
+// it, but for the spans that began before it, which begin at most a
+// nanosecond a level before it, outermost first, a nanosecond apart on
+// each track, so that both viewers nest them as they were (see
+// attachedTee.clips).
+func checkWindow(t *testing.T, evs []tracecheck.Event, from, to float64) {
+	require.Less(t, from, to)
+	ns := func(us float64) int64 { return int64(math.Round(us * 1e3)) }
+	clipped := map[uint64][]int64{} // the starts of slices before the window, by track
+	levels := map[uint64]int{}      // and of the async slices of its goroutine, which took a level each when the window began
+	for _, e := range evs {
+		if e.Ph == "M" || e.Ph == "C" && e.Ts == 0 { // the drop counter starts at ts 0
+			continue
+		}
+		end := e.Ts + e.Dur
+		assert.LessOrEqual(t, ns(end), ns(to), "%s %q on track %d at %v+%v, after the window's end %v", e.Ph, e.Name, e.Tid, e.Ts, e.Dur, to)
+		if ns(e.Ts) < ns(from) {
+			switch e.Ph {
+			case "B", "X":
+				clipped[e.Tid] = append(clipped[e.Tid], ns(e.Ts))
+				levels[e.Tid]++
+			case "b":
+				levels[e.Tid]++
+			case "s":
+			default:
+				assert.Fail(t, "before the window", "%s %q on track %d at %v, before the window's start %v", e.Ph, e.Name, e.Tid, e.Ts, from)
+			}
+		}
+	}
+	for tid, starts := range clipped {
+		slices.Sort(starts)
+		for i, s := range starts {
+			assert.GreaterOrEqual(t, s, ns(from)-int64(levels[tid]), "track %d: a span clipped to more than a nanosecond a level before the window (%v)", tid, from)
+			if i > 0 {
+				assert.Less(t, starts[i-1], s, "track %d: two spans clipped to one time, which the viewers may nest upside down", tid)
+			}
+		}
+	}
+}
+
+// checkStandsAlone checks a tee's trace as TestTeeRandom says, and
+// returns its events; named: every track with events must be named.
+func checkStandsAlone(t *testing.T, trace []byte, named bool) []tracecheck.Event {
 	evs := tracecheck.Parse(t, trace)
 	tracks := tracecheck.Tracks(t, evs)
 	tracecheck.Async(t, evs)
-	// A B still open at the end is a slice to the end, as the viewers draw it.
-	open := map[uint64][]tracecheck.Event{}
+	open := map[uint64]int{}
 	names := map[uint64]bool{}
 	for _, e := range evs {
 		switch e.Ph {
 		case "B":
-			open[e.Tid] = append(open[e.Tid], e)
+			open[e.Tid]++
 		case "E":
-			open[e.Tid] = open[e.Tid][:len(open[e.Tid])-1]
+			open[e.Tid]--
 		case "M":
 			if e.Name == "thread_name" {
 				names[e.Tid] = true
 			}
 		}
 	}
-	for tid, bs := range open {
-		for _, b := range bs {
-			tracks[tid] = append(tracks[tid], tracecheck.Slice{Name: b.Name, Tid: tid, Start: b.Ts, End: math.Inf(1)})
-		}
+	for tid, n := range open {
+		assert.Zero(t, n, "track %d: spans still open at the tee's end, which ends them", tid)
 	}
 	started := map[string]bool{}
 	for _, e := range evs {
@@ -274,4 +335,5 @@ func checkStandsAlone(t *testing.T, trace []byte, named bool) {
 			assert.True(t, names[e.Tid], "%s %q on track %d, which is not named", e.Ph, e.Name, e.Tid)
 		}
 	}
+	return evs
 }

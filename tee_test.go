@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -17,10 +18,10 @@ import (
 
 // TestTeeHoldsItsWindow: a tee's trace stands alone and holds what was
 // recorded while it ran: the goroutines named before it, the spans open
-// across its start (whose B the file had already) and across its end,
-// the async operations open across it, every span recorded during it;
-// and the tracer's own files hold everything, as without the tee, for
-// each kind of file.
+// across its start (whose B the file had already, or not) and across its
+// end, clipped to its window, the async operations open across it, every
+// span recorded during it; and the tracer's own files hold everything,
+// as without the tee, for each kind of file.
 func TestTeeHoldsItsWindow(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -123,8 +124,9 @@ func TestTeeHoldsItsWindow(t *testing.T) {
 			assert.Equal(t, 1200, names["inner"])
 			assert.Zero(t, names["after"], "nothing after its Stop")
 			assert.Zero(t, names["before"], "nothing it was sent before its start")
-			assert.Len(t, tracecheck.SlicesNamed(tracks, "old"), 1, "the span open across its start, B from its head, E from the batches")
+			assert.Len(t, tracecheck.SlicesNamed(tracks, "old"), 1, "the span open across its start")
 			assert.Len(t, tracecheck.Phase(tracecheck.Named(evs, "young"), "B"), 1, "the span open across its end, a B from its end")
+			assert.Len(t, tracecheck.SlicesNamed(tracks, "young"), 1, "ended there")
 			assert.Equal(t, 1, names["inside old"])
 			require.Len(t, tracecheck.Phase(tracecheck.Named(evs, "job"), "b"), 1, "the operation open across its start begins again in its head")
 			if tc.name != "lanes" {
@@ -153,6 +155,7 @@ func TestTeeHoldsItsWindow(t *testing.T) {
 			require.NoError(t, err)
 			sort.Strings(files)
 			all := map[string]int{}
+			inFile := map[string]tracecheck.Slice{}
 			for _, f := range files {
 				var fe []event
 				if tc.name == "gzip" {
@@ -160,7 +163,11 @@ func TestTeeHoldsItsWindow(t *testing.T) {
 				} else {
 					fe = readClosed(t, f)
 				}
-				tracecheck.Tracks(t, fe)
+				for _, ss := range tracecheck.Tracks(t, fe) {
+					for _, sl := range ss {
+						inFile[sl.Name] = sl
+					}
+				}
 				for _, e := range fe {
 					if e.Ph == "X" || e.Ph == "E" { // a rotated file repeats B events
 						all[e.Name]++
@@ -171,6 +178,19 @@ func TestTeeHoldsItsWindow(t *testing.T) {
 				assert.Equal(t, 1, all[name], name)
 			}
 			assert.Equal(t, 1200, all["during"])
+
+			// The tee's trace is its window: the spans that began before
+			// it begin at its start, those open at its end end there.
+			from, to := teeWindow(tr, te)
+			checkWindow(t, evs, from, to)
+			ns := func(us float64) int64 { return int64(math.Round(us * 1e3)) }
+			teeOld, teeYoung := tracecheck.SlicesNamed(tracks, "old")[0], tracecheck.SlicesNamed(tracks, "young")[0]
+			assert.Less(t, ns(inFile["old"].Start), ns(teeOld.Start), "old began before the window: in the tee it begins at the window's start")
+			assert.Less(t, ns(teeOld.Start), ns(from))
+			assert.Equal(t, ns(inFile["old"].End), ns(teeOld.End), "and ends when it ended")
+			assert.Less(t, ns(inFile["young"].Start), ns(teeYoung.Start), "young too")
+			assert.Equal(t, ns(to), ns(teeYoung.End), "young, open at the window's end, ends there")
+			assert.Less(t, ns(teeYoung.End), ns(inFile["young"].End))
 			teePath := filepath.Join(dir, "tee.json")
 			require.NoError(t, os.WriteFile(teePath, tee.Bytes(), 0o644))
 			importInHeavyRun(t, teePath)

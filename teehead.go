@@ -10,11 +10,27 @@ import "slices"
 // the events after it need from before it (the process metadata, every
 // goroutine's and lane's name, the B events of the spans whose B is
 // written and whose E is to come, the "b" of the async operations open),
-// and its end what Close writes (a B event for each span still open whose
-// B is still to be written, an "e" for each async operation still open,
-// then "]"). Both are encoded aside, from the flusher's tables, without
-// changing what the file gets: the file's spans still end as they would
-// without the tee.
+// and its end what the events before it leave open (an E event for each
+// span still open, after its B if that is still to be written, an "e"
+// for each async operation still open, then "]"). Both are encoded aside,
+// from the flusher's tables, without changing what the file gets: the
+// file's spans still end as they would without the tee.
+//
+// A tee's trace is its window, from the cut of the pass that attached it
+// to the cut of the pass that ends it, as `tracer cut` cuts one: a span
+// that began before the window begins at its start, and one still open
+// at its end ends there. Spans clipped to one moment would nest wrongly:
+// both viewers nest B events of one time in file order, but Perfetto puts
+// an X event before a B event of the same time, and catapult nests X
+// events of one time only if the outer comes first, where the flusher
+// writes a span when it ends, inner first. So the spans open on a
+// goroutine at the window's start begin a nanosecond apart just before
+// it, outermost first, each at its own start if that is later
+// (attachedTee.clips). Those whose B the file has begin so in the tee's
+// head; the events written later of a span that began before the window
+// (its X, its B once it is old, a SpanHandle's "b", the flow from a
+// SpanHandle's parent) reach the tee moved there (clipForTees), the
+// file's copy unchanged.
 
 // attachTee makes s a tee of the tracer from now on: it encodes what was
 // recorded before for the file alone, then queues s's head. Under f.mu.
@@ -32,11 +48,13 @@ func (f *flusher) attachTee(s *teeStream) error {
 	f.send()
 	f.out.barrier()
 	f.takeFailures()
+	t := attachedTee{s: s, before: f.flows.snapshot(), since: nanotime(), from: f.lastCut}
+	t.clips = f.clipsAt(t.from)
 	done := f.aside(64<<10 + 128*(f.names.len()+f.open.count))
 	f.appendHeader()
-	f.open.appendBegins(&f.enc, writtenSpans)
-	f.asyncs.reopen(&f.enc)
-	f.open.anys.appendWrittenAsyncs(&f.enc)
+	f.open.appendBegins(&f.enc, writtenSpans, t.startOf)
+	f.asyncs.reopenFrom(&f.enc, t.from)
+	f.open.anys.appendWrittenAsyncs(&f.enc, t.startOf)
 	// The names after the events: with lanes, those events may take
 	// lanes that are new.
 	f.names.forAll(f.appendTrackName)
@@ -48,8 +66,91 @@ func (f *flusher) attachTee(s *teeStream) error {
 		f.auto.forgetOwn()
 	}
 	f.out.enqueue(&batch{op: opTeeStart, buf: done(), tee: s})
-	f.tees = append(f.tees, attachedTee{s: s, before: f.flows.snapshot(), since: nanotime()})
+	f.tees = append(f.tees, t)
+	s.setWindow(t.from, 0)
 	return nil
+}
+
+// clipsAt returns where each span and SpanHandle open now begins in the
+// trace of a tee whose window starts at from, by token: outermost first,
+// a nanosecond apart, the innermost a nanosecond before from, each at
+// its own start if that is later; a SpanHandle off its stack, drawn as
+// an async slice, a nanosecond before from.
+func (f *flusher) clipsAt(from int64) map[uint64]int64 {
+	m := make(map[uint64]int64, f.open.count+len(f.open.anys.asyncs))
+	for _, s := range f.open.stacks {
+		n := len(*s)
+		for i := range *s {
+			o := &(*s)[i]
+			m[o.token] = max(o.start.at(), from-int64(n-i))
+		}
+	}
+	for id, st := range f.open.anys.asyncs {
+		m[anyMark|id] = max(st.start.at(), from-1)
+	}
+	return m
+}
+
+// startOf returns where the span or SpanHandle with token, which began
+// at start, begins in t's trace.
+func (t *attachedTee) startOf(token uint64, start int64) int64 {
+	if start >= t.from {
+		return start
+	}
+	if c, ok := t.clips[token]; ok {
+		return c
+	}
+	return max(start, t.from-1) // not open at the window's start: cannot be, but inside the window all the same
+}
+
+// clipForTees gives each tee whose window began after start, the start
+// of the span or SpanHandle with token, the event the encoder wrote from
+// offset at (its X, its B, its "b", the flow from its parent) moved to
+// where the span begins in the tee's trace: an X ending at end lasts
+// until then.
+func (f *flusher) clipForTees(token uint64, start int64, at int, end int64) {
+	for i := range f.tees {
+		t := &f.tees[i]
+		if start >= t.from {
+			continue
+		}
+		if c := t.startOf(token, start); c != start {
+			f.enc.retimeForTee(t.s, at, c, max(0, end-c))
+		}
+	}
+}
+
+// clipFlowForTees gives each tee that holds the flow from a SpanHandle's
+// parent (the SpanHandle began at start, after the tee: see
+// skipEarlierFlow), and whose window began after the parent with token
+// parent did, at parentAt, the flow's start written from offset at moved
+// to where the parent begins in the tee's trace: the arrow still starts
+// in it.
+func (f *flusher) clipFlowForTees(start int64, parent uint64, parentAt int64, at int) {
+	for i := range f.tees {
+		t := &f.tees[i]
+		if start < t.since || parentAt >= t.from {
+			continue
+		}
+		f.enc.retimeForTee(t.s, at, t.startOf(parent, parentAt), 0)
+	}
+}
+
+// clipEndForTees gives each tee whose window began after start, the
+// start of the span or SpanHandle with token, the end the encoder wrote
+// from offset at (its E or "e", at end) no earlier than the span's start
+// in the tee's trace: an end kept aside (see keepEnd) may come after the
+// window began and be earlier.
+func (f *flusher) clipEndForTees(token uint64, start int64, at int, end int64) {
+	for i := range f.tees {
+		t := &f.tees[i]
+		if start >= t.from {
+			continue
+		}
+		if c := t.startOf(token, start); end < c {
+			f.enc.retimeForTee(t.s, at, c, 0)
+		}
+	}
 }
 
 // ownNamesForgotten reports whether the flusher forgets the names it
@@ -84,12 +185,15 @@ func (f *flusher) nameOpen() {
 	}
 }
 
-// An attachedTee is a tee as the flusher knows it: its stream, and the
-// flows open when it started, whose steps and ends it leaves out.
+// An attachedTee is a tee as the flusher knows it: its stream, its
+// window's start, where the spans open then begin in its trace, and the
+// flows open then, whose steps and ends it leaves out.
 type attachedTee struct {
 	s      *teeStream
 	before map[asyncOp]bool
-	since  int64 // when it started
+	since  int64            // nanotime when it started
+	from   int64            // its window's start: the cut of the pass that attached it
+	clips  map[uint64]int64 // by token, where each span and SpanHandle open at from begins in its trace: see clipsAt
 }
 
 // skipEarlierFlow leaves the flow from a SpanHandle's parent, written
@@ -157,21 +261,24 @@ func (o openFlows) snapshot() map[asyncOp]bool {
 	return m
 }
 
-// detachTee ends s's trace with what the events so far leave open, and
-// queues it after every batch encoded so far, unless s is detached
-// already (Close ended it). Under f.mu, after a pass.
+// detachTee ends s's trace at the cut of the pass before, ending what the
+// events so far leave open, and queues it after every batch encoded so
+// far, unless s is detached already (Close ended it). Under f.mu, after
+// a pass.
 func (f *flusher) detachTee(s *teeStream) {
 	i := slices.IndexFunc(f.tees, func(t attachedTee) bool { return t.s == s })
 	if i < 0 {
 		return
 	}
+	t := f.tees[i]
 	f.tees = slices.Delete(f.tees, i, i+1)
 	f.send()
-	done := f.aside(64<<10 + 128*f.open.count)
-	f.open.appendBegins(&f.enc, unwrittenSpans)
-	at := nanotime()
-	f.asyncs.cut(&f.enc, at)
-	f.open.anys.endAsyncs(&f.enc, at)
+	done := f.aside(64<<10 + 256*f.open.count)
+	to := f.lastCut // the window's end: every event before it is in
+	s.setWindow(t.from, to)
+	f.endSpans(&t, to)
+	f.asyncs.cut(&f.enc, to)
+	f.open.anys.endAsyncs(&f.enc, to, t.startOf)
 	if f.traits.window || f.shared != nil {
 		// A flight recorder's batches name no goroutine (a dump names
 		// them all), and the events above may take lanes that are new:
@@ -184,6 +291,27 @@ func (f *flusher) detachTee(s *teeStream) {
 	f.appendProcessName() // an event to end the array with: the first again, which both viewers take as one
 	f.enc.closeArray()
 	f.out.enqueue(&batch{op: opTeeEnd, buf: done(), tee: s})
+}
+
+// endSpans ends, at to, each span open in the trace of tee t: its B
+// event first if it is still to be written (at startOf its token and
+// start), then the E events of each goroutine's spans, innermost first.
+func (f *flusher) endSpans(t *attachedTee, to int64) {
+	for _, s := range f.open.stacks {
+		for i := range *s {
+			if o := &(*s)[i]; !o.written {
+				b := o.start.movedTo(t.startOf(o.token, o.start.at()))
+				f.enc.begin(&b, o.rest())
+			}
+		}
+		for i := len(*s) - 1; i >= 0; i-- {
+			o := &(*s)[i]
+			if f.shared != nil {
+				f.enc.nextOnLane(f.shared.tid(o.start.gid()))
+			}
+			f.enc.end(&o.start, o.rest(), nil, to, 0, 0)
+		}
+	}
 }
 
 // endTees ends every tee's trace: Close's first step, after its pass.

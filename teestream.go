@@ -30,6 +30,15 @@ type teeStream struct {
 	finished bool          // its goroutine is done: w gets nothing more
 	gid      atomic.Uint64 // its goroutine: see Tee.onOwnGoroutine
 	done     chan struct{}
+
+	from, to atomic.Int64 // its window in nanotime, as the flusher set it (to: 0 until it ends)
+}
+
+// setWindow notes the tee's window, from its start to its end (0 until
+// it ends): see attachedTee.
+func (s *teeStream) setWindow(from, to int64) {
+	s.from.Store(from)
+	s.to.Store(to)
 }
 
 func newTeeStream(w io.Writer, limit int) *teeStream {

@@ -48,20 +48,24 @@ type batch struct {
 	ends    []endRef   // its E events
 	repeats []endRef   // opRotate: the B events its head repeats, and where the file holds them
 	tee     *teeStream // opTeeStart, opTeeEnd
-	skips   []teeSkip  // events some tees leave out
+	skips   []teeSkip  // events some tees leave out, or get otherwise
+	alt     []byte     // what some tees get in place of events: see teeSkip
 }
 
-// A teeSkip is an event of a batch, buf[start:end], that tee s leaves out.
+// A teeSkip is an event of a batch, buf[start:end], that tee s leaves
+// out, or gets as alt[altFrom:altTo] instead (a span clipped to its
+// window).
 type teeSkip struct {
-	s          *teeStream
-	start, end int
+	s              *teeStream
+	start, end     int
+	altFrom, altTo int
 }
 
 // The encoder fills a batch through these, and the writer reads it.
 
 // reset readies a free batch to be filled.
 func (b *batch) reset() {
-	b.op, b.headLen, b.openLen, b.ends, b.repeats, b.skips = opWrite, 0, 0, b.ends[:0], b.repeats[:0], b.skips[:0]
+	b.op, b.headLen, b.openLen, b.ends, b.repeats, b.skips, b.alt = opWrite, 0, 0, b.ends[:0], b.repeats[:0], b.skips[:0], b.alt[:0]
 }
 
 // seal gives b its encoded events, buf, how many they are and its number.
@@ -87,6 +91,17 @@ func (b *batch) noteEnd(e endRef) { b.ends = append(b.ends, e) }
 
 // noteTeeSkip notes an event a tee leaves out.
 func (b *batch) noteTeeSkip(k teeSkip) { b.skips = append(b.skips, k) }
+
+// teeAlt returns what tees get in place of events so far, for the
+// encoder to append another to: see noteTeeVariant.
+func (b *batch) teeAlt() []byte { return b.alt }
+
+// noteTeeVariant notes that tee s gets alt[from:] in place of the event
+// buf[start:end]; alt is teeAlt's, with that appended.
+func (b *batch) noteTeeVariant(s *teeStream, start, end, from int, alt []byte) {
+	b.alt = alt
+	b.skips = append(b.skips, teeSkip{s: s, start: start, end: end, altFrom: from, altTo: len(alt)})
+}
 
 // noteRepeat notes the B event at r, which the head of a new file
 // repeats, should the file be refused (see failures.refused).
@@ -243,6 +258,9 @@ func (w *writer) copyToTees(b *batch, from int) {
 		for _, k := range b.skips {
 			if k.s == s && k.start >= at {
 				s.put(b.buf[at:k.start])
+				if k.altTo > k.altFrom {
+					s.put(b.alt[k.altFrom:k.altTo])
+				}
 				at = k.end
 			}
 		}
