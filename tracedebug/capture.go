@@ -62,7 +62,7 @@ func serveTrace(w http.ResponseWriter, r *http.Request) {
 	case <-timer.C:
 	case <-r.Context().Done(): // the client went away
 	}
-	// The end writes the spans still open as B events and ends the
+	// The end ends the spans still open at the window's end and the
 	// trace. A client that stopped reading makes it give up after the
 	// stop timeout; the write under way is then cut, so that nothing
 	// writes to w once the handler returns.
@@ -72,12 +72,13 @@ func serveTrace(w http.ResponseWriter, r *http.Request) {
 	s.shut()
 }
 
-// record starts recording the program's trace to s, and returns the
-// function that ends it. If the program's default tracer runs (tracer.Start,
-// TRACER_FILE, a flight recorder, tracetest), s is a tee of it, and its
-// own file loses nothing; otherwise record starts a default tracer
-// writing to s, which end stops, so that while nothing is captured,
-// instrumented code costs what it costs with tracing off.
+// record starts recording the program's trace to s, a tee of the
+// program's default tracer (see tracer.Tee), which clips the trace to its
+// window as `tracer cut` does, and returns the function that ends it. If
+// the default tracer runs (tracer.Start, TRACER_FILE, a flight recorder,
+// tracetest), its own file loses nothing; otherwise record starts one
+// that writes nothing but the tee, which end stops, so that while nothing
+// is captured, instrumented code costs what it costs with tracing off.
 func record(s *stream) (end func() error, err error) {
 	for {
 		if tr := tracer.Default(); tr != nil {
@@ -90,17 +91,24 @@ func record(s *stream) (end func() error, err error) {
 			}
 			return func() error { return stopTee(te) }, nil
 		}
-		tr, err := tracer.NewWithWriter(s, // its head waits in s until it is the default
-			tracer.WithErrorHandler(func(error) {}), // a client gone: nothing to tell the program
+		tr, err := tracer.NewWithWriter(io.Discard,
+			tracer.WithErrorHandler(func(error) {}),
 			tracer.WithStopTimeout(stopTimeout))
 		if err != nil {
 			return nil, err
 		}
-		err = tracer.SetDefault(tr)
+		te, err := tr.Tee(s) // its head waits in s until tr is the default
 		if err == nil {
-			return tr.Close, nil
+			if err = tracer.SetDefault(tr); err == nil {
+				// Close ends the tee first, at the window's end: the
+				// program's calls cost nothing again at once.
+				return func() error { _ = tr.Close(); return stopTee(te) }, nil
+			}
 		}
 		_ = tr.Close()
+		if te != nil {
+			_ = te.Stop() // its writer is done with s
+		}
 		s.reset()
 		if !errors.Is(err, tracer.ErrStarted) {
 			return nil, err

@@ -31,20 +31,21 @@
 //     as it is recorded; gzip=1 compresses it. The program records into it
 //     through the package-level functions of package tracer (tracer.Span,
 //     tracehttp, traceslog...): while nothing is captured they cost what they
-//     cost with tracing off, one atomic load a call. Spans open when the
-//     capture ends are in it with their start, drawn to its end. If the
+//     cost with tracing off, one atomic load a call. The trace is that
+//     window, as `tracer cut` cuts one: a span open when the capture begins
+//     begins at its start, one open when it ends ends there. If the
 //     program's default tracer runs already (tracer.Start, TRACER_FILE, a
 //     flight recorder, tracetest), the capture is a tee of it (see
 //     tracer.Tee): its file gets everything as before, and the capture also
-//     holds the spans open when it began that the tracer had written, with
-//     their start. Otherwise the capture starts a default tracer for its
-//     window, and spans begun before it are not in it (nothing was recorded
-//     then); while it runs, tracer.Start and tracer.SetDefault return
-//     tracer.ErrStarted. One capture runs at a time: a second gets 409
-//     Conflict. A client that goes away ends the capture; a client that
-//     reads too slowly makes it drop events, which the trace's drop counter
-//     shows (a capture of the program's own tracer is cut instead, as a file
-//     cut by a crash is), rather than hold memory or slow the program.
+//     holds the spans open when it began. Otherwise the capture starts a
+//     default tracer for its window, and spans begun before it are not in
+//     it (nothing was recorded then); while it runs, tracer.Start and
+//     tracer.SetDefault return tracer.ErrStarted. One capture runs at a
+//     time: a second gets 409 Conflict. A client that goes away ends the
+//     capture; a client that reads too slowly cuts it once it is the
+//     tracer's buffer limit behind (it ends as a file cut by a crash does,
+//     which both viewers load), rather than hold more memory or slow the
+//     program.
 //   - /debug/tracer/recent answers with the window of the flight recorder
 //     given to SetFlightRecorder (gzip=1 compresses it), or says how to set
 //     one up.

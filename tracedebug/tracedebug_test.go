@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -246,6 +247,85 @@ func TestCaptureOfAServerUnderLoad(t *testing.T) {
 	tracecheck.Import(t, paths...)
 }
 
+// TestCaptureIsItsWindow: a capture is its window, as tracer cut cuts
+// one: a span open when it begins begins at its start there (one the
+// program's own tracer recorded), a span open when it ends ends there,
+// and nothing in it is left open; the program's file has both spans
+// whole.
+func TestCaptureIsItsWindow(t *testing.T) {
+	for _, file := range []bool{true, false} {
+		t.Run(fmt.Sprintf("file=%v", file), func(t *testing.T) {
+			srv := debugServer(t)
+			own := filepath.Join(t.TempDir(), "own.json")
+			release := make(chan struct{})
+			var wg sync.WaitGroup
+			if file {
+				require.NoError(t, tracer.Start(own))
+				defer tracer.Stop() // if the test fails first
+				started := make(chan struct{})
+				wg.Go(func() {
+					defer tracer.Span("across the start")()
+					close(started)
+					<-release
+				})
+				<-started
+			}
+			resp, err := http.Get(srv.URL + "/debug/tracer/trace?seconds=0.3")
+			require.NoError(t, err)
+			defer resp.Body.Close()
+			require.Equal(t, http.StatusOK, resp.StatusCode)
+			// The answer's head came: the capture runs.
+			close(release)
+			wg.Wait()
+			endAcross := tracer.Span("across the end")
+			one(t, srv.URL, "inside")
+			body, err := io.ReadAll(resp.Body)
+			require.NoError(t, err)
+			endAcross()
+			if file {
+				require.NoError(t, tracer.Stop())
+			}
+			idle(t, srv)
+
+			evs := tracecheck.Parse(t, body)
+			tracks := tracecheck.Tracks(t, evs)
+			assert.Equal(t, len(tracecheck.Phase(evs, "B")), len(tracecheck.Phase(evs, "E")), "every span in the capture ends in it")
+			last := 0.0
+			for _, e := range evs {
+				if e.Ph != "M" {
+					last = max(last, e.Ts+e.Dur)
+				}
+			}
+			end := tracecheck.SlicesNamed(tracks, "across the end")
+			require.Len(t, end, 1)
+			assert.Equal(t, last, end[0].End, "the span open at the capture's end ends there, with the trace")
+			assert.Len(t, tracecheck.SlicesNamed(tracks, "work"), 1)
+			if !file {
+				return
+			}
+			fileTracks := tracecheck.Tracks(t, tracecheck.Read(t, own))
+			start := tracecheck.SlicesNamed(tracks, "across the start")
+			require.Len(t, start, 1)
+			whole := tracecheck.SlicesNamed(fileTracks, "across the start")
+			require.Len(t, whole, 1)
+			ns := func(us float64) int64 { return int64(math.Round(us * 1e3)) } // X's ts+dur is a float sum
+			assert.Less(t, ns(whole[0].Start), ns(start[0].Start), "the span begun before the capture begins at its start there")
+			assert.Equal(t, ns(whole[0].End), ns(start[0].End), "and ends when it ended")
+			first := math.Inf(1)
+			for _, e := range evs {
+				if e.Ph != "M" && e.Name != "across the start" {
+					first = min(first, e.Ts)
+				}
+			}
+			assert.Less(t, start[0].Start, first, "before anything recorded in the window")
+			wholeEnd := tracecheck.SlicesNamed(fileTracks, "across the end")
+			require.Len(t, wholeEnd, 1)
+			assert.Less(t, ns(end[0].End), ns(wholeEnd[0].End), "the span open at its end lasts longer in the program's file")
+			assert.Equal(t, ns(wholeEnd[0].Start), ns(end[0].Start))
+		})
+	}
+}
+
 // TestOneCaptureAtATime: a second capture while one runs gets 409 and
 // says why; a client that goes away ends its capture, and the next one
 // runs.
@@ -274,10 +354,10 @@ func TestOneCaptureAtATime(t *testing.T) {
 }
 
 // TestStalledClient: a client that stops reading holds up neither the
-// program nor the next capture: the capture drops what it cannot send (or,
-// a tee of the program's own tracer, is cut), its end gives up on the
-// client after a bounded wait, whatever the program's stop timeout, and
-// nothing of it is left running.
+// program nor the next capture: the capture is cut once it is the
+// tracer's buffer limit behind, its end gives up on the client after a
+// bounded wait, whatever the program's stop timeout, and nothing of it
+// is left running.
 func TestStalledClient(t *testing.T) {
 	for _, tee := range []bool{false, true} {
 		t.Run(fmt.Sprintf("tee=%v", tee), func(t *testing.T) {
