@@ -194,6 +194,7 @@ func (r *run) rules(f traceFile) fileRules {
 		// Its Stop returned nil, or the child died before it.
 		rules.mustClose = !r.killed() && !r.froze
 		rules.asyncPair = true
+		rules.allEnded = rules.mustClose
 		rules.tornOK = r.killed() // a write to the file cut by the kill
 	case "tee-cut":
 		// Cut on an event boundary: what its writer took before it fell

@@ -106,6 +106,12 @@ func TestCheckFileCatchesPlantedFaults(t *testing.T) {
 		{"async e without its b", func(t *testing.T) string {
 			return writeFile(t, "t.json", closedPlain(`{"name":"q","cat":"","ph":"e","ts":1.000,"pid":7,"tid":1,"id2":{"local":"0x1"}}`))
 		}, closed, "without its b"},
+		{"a tee's trace ended by Stop, a B left open", func(t *testing.T) string {
+			return writeFile(t, "t.json", closedPlain(good[:3]...))
+		}, fileRules{mustClose: true, asyncPair: true, allEnded: true}, `B "outer" still open at the tee's end`},
+		{"a tee's trace ended by Stop, a b left open", func(t *testing.T) string {
+			return writeFile(t, "t.json", closedPlain(append(good, `{"name":"q","cat":"c","ph":"b","ts":1.000,"pid":7,"tid":1,"id2":{"local":"0x1"}}`)...))
+		}, fileRules{mustClose: true, asyncPair: true, allEnded: true}, `async "q" (id`},
 		{"gzip, closed", func(t *testing.T) string { return gzipped(t, "[\n"+meta+",\n"+strings.Join(good, ",\n")+"\n]\n", 0) }, closed, ""},
 		{"gzip, a member cut short", func(t *testing.T) string { return gzipped(t, "[\n"+meta+",\n"+strings.Join(good, ",\n")+",\n", 6) }, open, "cut short"},
 	} {

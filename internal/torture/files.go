@@ -22,10 +22,16 @@ import (
 // file is the array behind as many spaces.
 const objectHead = `{"displayTimeUnit":"ns","traceEvents":`
 
+// joinLimit is the largest trace, uncompressed, whose gzip members Close
+// joins into one (sink_gzip.go: chrome://tracing cannot load a larger
+// one anyway).
+const joinLimit = 256 << 20
+
 // fileRules says what a file must be.
 type fileRules struct {
 	mustClose bool // closed by a clean Close: strict JSON as it is, no repair
 	asyncPair bool // a whole trace (not one of several rotated files): every e has its b
+	allEnded  bool // a tee's trace its Stop ended: every B has its E, every b its e (see tracer.Tee)
 	// tornOK: the file may end inside an event: a stream the tracer could
 	// not cut back, whose writer failed part-way before the process died
 	// (the rest of the event was to come with the next write), or what the
@@ -83,7 +89,7 @@ func checkFile(path string, rules fileRules, ids onID) *fileReport {
 	if src.GzipErr != nil {
 		fr.problem("gzip: %v", src.GzipErr)
 	}
-	if src.Gzip && rules.mustClose && src.Members > 1 {
+	if src.Gzip && rules.mustClose && src.Members > 1 && len(data) <= joinLimit {
 		fr.problem("%d gzip members in a closed file: chrome://tracing reads only the first", src.Members)
 	}
 	if data = checkJSON(data, rules, fr); data != nil {
@@ -248,7 +254,17 @@ func walkEvents(data []byte, rules fileRules, fr *fileReport, ids onID) {
 		}
 	}
 	fr.tracks = len(tracks)
+	if rules.allEnded {
+		for ak, st := range async {
+			if len(st) > 0 {
+				fr.problem("async %q (id %s) still open at the tee's end, which ends it", st[len(st)-1], ak.id)
+			}
+		}
+	}
 	for k, t := range tracks {
+		if rules.allEnded && len(t.open) > 0 {
+			fr.problem("track %d (pid %d): B %q still open at the tee's end, which ends it", k.tid, k.pid, names[t.open[len(t.open)-1].name])
+		}
 		t.slices = append(t.slices, t.open...)
 		if p := nesting(t.slices, names); p != "" {
 			fr.problem("track %d (pid %d): %s", k.tid, k.pid, p)
