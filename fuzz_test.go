@@ -11,6 +11,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/gotracer/tracer/internal/tracecheck"
 	"github.com/stretchr/testify/require"
 )
 
@@ -214,6 +215,57 @@ func FuzzRecordSequence(f *testing.F) {
 				require.Equal(t, 1, seen[strconv.Itoa(k)], "event %d", k)
 			}
 			require.Zero(t, st.Unmatched)
+		}
+	})
+}
+
+// FuzzRetimed: spans with any name and args, begun before a tee and
+// ended during it (an X, re-timed for the tee by encoder.retimeForTee, a
+// rewrite of the encoded bytes), or written as B before it (the tee's
+// head), reach the tee's trace as strict JSON, with the name, category
+// and args the file has, beginning later than in the file and ending
+// when they ended.
+func FuzzRetimed(f *testing.F) {
+	f.Add("decode", "bytes", "v", uint8(0))
+	f.Add(`"ts":1,"dur":2`, `"ph":"X","ts":`, `,"dur":9`, uint8(1))
+	f.Add("q\"b\\s/\x00", "\xff\xfe", "🚀\n\"ts\":", uint8(2))
+	f.Add("x", "ts", "1", uint8(0))
+	f.Add("dur", "dur", "ts", uint8(1))
+	cats := []string{"", `"ts":`, `c","dur":1`}
+	f.Fuzz(func(t *testing.T, name, key, value string, c uint8) {
+		var file, tee bytes.Buffer
+		clock := newTestClock()
+		tr, err := NewWithWriter(&file, withClock(clock))
+		require.NoError(t, err)
+		args := []Arg{String(key, value), Int("n", 1)}
+		if cat := cats[int(c)%len(cats)]; cat != "" {
+			args = append(args, Category(cat))
+		}
+		endOld := tr.Span(name, args...)
+		clock.ageAll()
+		require.NoError(t, tr.Flush()) // its B is written: the tee's head
+		clock.old.Store(never)
+		endYoung := tr.Span(name, args...) // its X comes during the tee
+		te, err := tr.Tee(&tee)
+		require.NoError(t, err)
+		endYoung()
+		endOld()
+		require.NoError(t, te.Stop())
+		require.NoError(t, tr.Close())
+
+		inFile := tracecheck.Tracks(t, tracecheck.Parse(t, asArray(file.Bytes())))
+		require.True(t, utf8.Valid(tee.Bytes()))
+		inTee := tracecheck.Tracks(t, tracecheck.Parse(t, tee.Bytes()))
+		ns := func(us float64) int64 { return int64(math.Round(us * 1e3)) }
+		for tid, want := range inFile {
+			got := inTee[tid]
+			require.Len(t, got, len(want), "track %d", tid)
+			for i := range want {
+				require.Equal(t, want[i].Name, got[i].Name)
+				require.Equal(t, want[i].Args, got[i].Args)
+				require.Less(t, ns(want[i].Start), ns(got[i].Start), "begun before the tee: later in it")
+				require.Equal(t, ns(want[i].End), ns(got[i].End), "ended during it: as in the file")
+			}
 		}
 	})
 }
