@@ -256,7 +256,7 @@ func FuzzRetimed(f *testing.F) {
 		inFile := tracecheck.Tracks(t, tracecheck.Parse(t, asArray(file.Bytes())))
 		require.True(t, utf8.Valid(tee.Bytes()))
 		inTee := tracecheck.Tracks(t, tracecheck.Parse(t, tee.Bytes()))
-		ns := func(us float64) int64 { return int64(math.Round(us * 1e3)) }
+		ns := tracecheck.Nanos
 		for tid, want := range inFile {
 			got := inTee[tid]
 			require.Len(t, got, len(want), "track %d", tid)

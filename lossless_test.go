@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gotracer/tracer/internal/tracecheck"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -373,7 +374,7 @@ func TestNoSpanLeftOpen(t *testing.T) {
 	evs := readClosed(t, path)
 	for tid, ivs := range checkTracks(t, evs) { // every B has its E
 		for i := 1; i < len(ivs); i++ {
-			require.LessOrEqual(t, ivs[i-1].End, ivs[i].Start, "goroutine %d: spans never nest here", tid)
+			require.LessOrEqual(t, tracecheck.Nanos(ivs[i-1].End), tracecheck.Nanos(ivs[i].Start), "goroutine %d: spans never nest here", tid)
 		}
 	}
 	assert.Equal(t, spans[0]+spans[1], countSpans(t, path, "work"))

@@ -3,7 +3,6 @@ package tracer
 import (
 	"bytes"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -264,7 +263,7 @@ func teeWindow(tr *Tracer, te *Tee) (from, to float64) {
 // attachedTee.clips).
 func checkWindow(t *testing.T, evs []tracecheck.Event, from, to float64) {
 	require.Less(t, from, to)
-	ns := func(us float64) int64 { return int64(math.Round(us * 1e3)) }
+	ns := tracecheck.Nanos
 	clipped := map[uint64][]int64{} // the starts of slices before the window, by track
 	levels := map[uint64]int{}      // and of the async slices of its goroutine, which took a level each when the window began
 	for _, e := range evs {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -183,7 +182,7 @@ func TestTeeHoldsItsWindow(t *testing.T) {
 			// it begin at its start, those open at its end end there.
 			from, to := teeWindow(tr, te)
 			checkWindow(t, evs, from, to)
-			ns := func(us float64) int64 { return int64(math.Round(us * 1e3)) }
+			ns := tracecheck.Nanos
 			teeOld, teeYoung := tracecheck.SlicesNamed(tracks, "old")[0], tracecheck.SlicesNamed(tracks, "young")[0]
 			assert.Less(t, ns(inFile["old"].Start), ns(teeOld.Start), "old began before the window: in the tee it begins at the window's start")
 			assert.Less(t, ns(teeOld.Start), ns(from))

@@ -109,7 +109,8 @@ func TestCatchSlowRequests(t *testing.T) {
 				for _, s := range tracecheck.SlicesNamed(tracks, "slow path") {
 					var parent *tracecheck.Slice // the innermost slice around it
 					for i, p := range tracks[s.Tid] {
-						if p.Name != s.Name && p.Start <= s.Start && s.End <= p.End && (parent == nil || p.Start >= parent.Start) {
+						ns := tracecheck.Nanos
+						if p.Name != s.Name && ns(p.Start) <= ns(s.Start) && ns(s.End) <= ns(p.End) && (parent == nil || p.Start >= parent.Start) {
 							parent = &tracks[s.Tid][i]
 						}
 					}

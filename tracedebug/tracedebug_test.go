@@ -308,7 +308,7 @@ func TestCaptureIsItsWindow(t *testing.T) {
 			require.Len(t, start, 1)
 			whole := tracecheck.SlicesNamed(fileTracks, "across the start")
 			require.Len(t, whole, 1)
-			ns := func(us float64) int64 { return int64(math.Round(us * 1e3)) } // X's ts+dur is a float sum
+			ns := tracecheck.Nanos
 			assert.Less(t, ns(whole[0].Start), ns(start[0].Start), "the span begun before the capture begins at its start there")
 			assert.Equal(t, ns(whole[0].End), ns(start[0].End), "and ends when it ended")
 			first := math.Inf(1)

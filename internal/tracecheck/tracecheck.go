@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -128,6 +129,11 @@ func Phase(evs []Event, ph string) []Event {
 func Named(evs []Event, name string) []Event {
 	return Filter(evs, func(e Event) bool { return e.Name == name })
 }
+
+// Nanos returns the nanoseconds a trace's microseconds us stand for: the
+// file's resolution, at which times compare exactly (an X event's end,
+// ts+dur in float64, may be a hair off the next event's ts).
+func Nanos(us float64) int64 { return int64(math.Round(us * 1e3)) }
 
 // Slice is a span on a goroutine's track, from an X event or a B/E pair.
 type Slice struct {
