@@ -82,8 +82,9 @@ func (a *pageAligned) Close() error {
 // and a "}" ends the object: a closed file is {"displayTimeUnit":"ns",
 // "traceEvents":[...]}, which both viewers draw the same, and a file cut
 // short is still an array. A rotated file is closed the same way when
-// the next one starts. Gzip and streamed traces cannot be written over,
-// and stay arrays.
+// the next one starts. A gzip file is made the object when Close joins
+// its members (see joinGzipMembers); streamed traces cannot be written
+// over, and stay arrays.
 const objectHead = `{"displayTimeUnit":"ns","traceEvents":`
 
 // setTimeUnit turns the closed array in the file into the object. The "}"

@@ -167,7 +167,8 @@ func TestJoinRefusesForeignFiles(t *testing.T) {
 	require.NoError(t, err)
 	members := gunzipMembers(t, joined)
 	require.Len(t, members, 1)
-	assert.Equal(t, "[\n{\"name\":\"x\"},\n{\"name\":\"y\"}\n]\n", string(members[0]))
+	assert.Equal(t, objectHead+"[\n{\"name\":\"x\"},\n{\"name\":\"y\"}\n]\n}\n", string(members[0]),
+		"one member, the object form a closed plain file has")
 }
 
 const gzipCrashChildEnv = "TRACER_GZIP_CRASH_CHILD"
@@ -386,5 +387,5 @@ func TestGzipMembersKeepOffPageBoundaries(t *testing.T) {
 	require.NoError(t, err)
 	members := gunzipMembers(t, joined)
 	require.Len(t, members, 1)
-	require.Equal(t, want.String(), string(members[0]))
+	require.Equal(t, objectHead+want.String()+"}\n", string(members[0]))
 }

@@ -4,9 +4,11 @@ import (
 	"bufio"
 	"bytes"
 	"compress/flate"
+	"compress/gzip"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash"
 	"hash/crc32"
 	"io"
 	"os"
@@ -16,6 +18,10 @@ import (
 // Joining a gzip trace's members: chrome://tracing reads only the first
 // member of a gzip file, so a cleanly closed gzip trace (see gzipSink.Close)
 // is rewritten as one member, offline, once nothing more is written to it.
+// The rewrite also makes the array the object form a closed plain file
+// has (see objectHead), so that chrome://tracing reads its times to the
+// nanosecond: a stored deflate block with the object's head before the
+// members' data, and one with its "}" after.
 
 // joinGzipMembers rewrites the gzip file at path, made of members as
 // gzipSink writes them, as one member. It checks every member (its
@@ -31,6 +37,7 @@ func joinGzipMembers(path string) (err error) {
 		return err
 	}
 	defer in.Close()
+	object := isArray(in)
 	fi, err := in.Stat()
 	if err != nil {
 		return err
@@ -61,6 +68,9 @@ func joinGzipMembers(path string) (err error) {
 	pos := func() int64 { return counted.n - int64(r.Buffered()) }
 	var zr io.ReadCloser
 	crc, size := crc32.NewIEEE(), uint32(0)
+	if object {
+		size += storedBlock(w, crc, objectHead)
+	}
 	for members := 0; ; members++ {
 		start := pos()
 		var head [len(gzipHeader)]byte
@@ -109,6 +119,9 @@ func joinGzipMembers(path string) (err error) {
 			return fmt.Errorf("member %d: %w", members, err)
 		}
 	}
+	if object {
+		size += storedBlock(w, crc, "}\n")
+	}
 	w.Write(finalBlock[:])
 	tail := gzipTrailer(crc.Sum32(), size)
 	w.Write(tail[:])
@@ -119,6 +132,42 @@ func joinGzipMembers(path string) (err error) {
 		return err
 	}
 	return os.Rename(tmp, strings.TrimSuffix(tmp, joinSuffix))
+}
+
+// isArray reports whether the gzip trace in f is a JSON array, as a
+// tracer writes it (not an object already), and rewinds f. A file it
+// cannot read is no array: joinGzipMembers says what is wrong with it.
+func isArray(f *os.File) bool {
+	defer f.Seek(0, io.SeekStart)
+	zr, err := gzip.NewReader(bufio.NewReader(f))
+	if err != nil {
+		return false
+	}
+	r := bufio.NewReader(zr)
+	for {
+		c, err := r.ReadByte()
+		switch {
+		case err != nil:
+			return false
+		case c == '[':
+			return true
+		case c != ' ' && c != '\n':
+			return false
+		}
+	}
+}
+
+// storedBlock writes s as a stored deflate block, not the last, and adds
+// it to crc; it returns its length. The deflate data before it ends on a
+// byte boundary, as a sync flush leaves it, and so does the block.
+func storedBlock(w io.Writer, crc hash.Hash32, s string) uint32 {
+	var head [5]byte // BFINAL 0, BTYPE 00, padding to the byte; LEN, NLEN
+	binary.LittleEndian.PutUint16(head[1:], uint16(len(s)))
+	binary.LittleEndian.PutUint16(head[3:], ^uint16(len(s)))
+	w.Write(head[:])
+	io.WriteString(w, s)
+	io.WriteString(crc, s)
+	return uint32(len(s))
 }
 
 // skipFiller reads the rest of a filler member, as appendFiller writes it,

@@ -325,54 +325,70 @@ func TestFilesLoadInBothViewers(t *testing.T) {
 // TestSubMicrosecondSiblingsAreFlat is issue 10 item 11: ten spans of well
 // under a microsecond each, back to back in a parent, are siblings in both
 // viewers. chrome://tracing draws them as a staircase in its default unit
-// (see objectHead); a closed plain file sets the unit it draws them right
-// in.
+// (see objectHead); a closed plain file, and a closed gzip file, whose
+// members Close joins, set the unit it draws them right in.
 func TestSubMicrosecondSiblingsAreFlat(t *testing.T) {
 	heavy(t) // two runs of the importers for one file
 	requireImporters(t)
 	if raceEnabled {
 		t.Skip("spans take microseconds under the race detector")
 	}
-	tr, path := newTestTracer(t)
-	for range 1000 {
-		tr.Span("warm-up")() // the chain, its chunks and tokens
-	}
-	func() {
-		defer tr.Span("parent")()
-		for range 10 {
-			tr.Span("sibling")()
+	tids := map[string]uint64{}
+	var paths []string
+	for _, gz := range []bool{false, true} {
+		var opts []Option
+		if gz {
+			opts = append(opts, WithGzip(DefaultGzipLevel))
 		}
-	}()
-	require.NoError(t, tr.Close())
-	evs := readClosed(t, path)
-	siblings := byName(evs, "sibling")
-	require.Len(t, siblings, 10)
-	short := 0
-	for _, e := range siblings {
-		if e.Dur < 1 {
-			short++
+		tr, path := newTestTracer(t, opts...)
+		for range 1000 {
+			tr.Span("warm-up")() // the chain, its chunks and tokens
 		}
-	}
-	require.GreaterOrEqual(t, short, 5, "the premise: sub-microsecond spans")
-	tid := siblings[0].Tid
-
-	pfs, cats := loadReports(t, path)
-	cat, pf := cats[path], pfs[path]
-	require.True(t, cat.OK, "%v", cat.Error)
-	require.True(t, pf.OK, "%v", pf.Error)
-	catDepth, pfDepth := -1, -1
-	for _, p := range cat.Processes {
-		for _, th := range p.Threads {
-			if th.Tid == tid {
-				catDepth = th.MaxDepth
+		func() {
+			defer tr.Span("parent")()
+			for range 10 {
+				tr.Span("sibling")()
+			}
+		}()
+		require.NoError(t, tr.Close())
+		var evs []event
+		if gz {
+			evs = readClosedGzip(t, path)
+		} else {
+			evs = readClosed(t, path)
+		}
+		siblings := byName(evs, "sibling")
+		require.Len(t, siblings, 10)
+		short := 0
+		for _, e := range siblings {
+			if e.Dur < 1 {
+				short++
 			}
 		}
+		require.GreaterOrEqual(t, short, 5, "the premise: sub-microsecond spans")
+		tids[path] = siblings[0].Tid
+		paths = append(paths, path)
 	}
-	for _, tk := range pf.SliceTracks {
-		if tk.Tid == tid && tk.TrackType == "thread_execution" {
-			pfDepth = tk.MaxDepth
+
+	pfs, cats := loadReports(t, paths...)
+	for _, path := range paths {
+		cat, pf := cats[path], pfs[path]
+		require.True(t, cat.OK, "%s: %v", path, cat.Error)
+		require.True(t, pf.OK, "%s: %v", path, pf.Error)
+		catDepth, pfDepth := -1, -1
+		for _, p := range cat.Processes {
+			for _, th := range p.Threads {
+				if th.Tid == tids[path] {
+					catDepth = th.MaxDepth
+				}
+			}
 		}
+		for _, tk := range pf.SliceTracks {
+			if tk.Tid == tids[path] && tk.TrackType == "thread_execution" {
+				pfDepth = tk.MaxDepth
+			}
+		}
+		assert.Equal(t, 1, pfDepth, "%s: Perfetto: the siblings one level under the parent", path)
+		assert.Equal(t, 1, catDepth, "%s: chrome://tracing: the siblings one level under the parent, not a staircase", path)
 	}
-	assert.Equal(t, 1, pfDepth, "Perfetto: the siblings one level under the parent")
-	assert.Equal(t, 1, catDepth, "chrome://tracing: the siblings one level under the parent, not a staircase")
 }
