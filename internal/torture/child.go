@@ -134,7 +134,7 @@ func childMain(seed uint64, dur time.Duration, dir string, fsize bool, shapes st
 	c.setPhase("base")
 	base := c.makeEnvs(false)
 	ctx, cancel := context.WithTimeout(context.Background(), baseDuration(dur))
-	wait := c.start(ctx, ctx, base)
+	wait, _ := c.start(ctx, ctx, base)
 	<-ctx.Done()
 	cancel()
 	wait()
@@ -162,7 +162,8 @@ func childMain(seed uint64, dur time.Duration, dir string, fsize bool, shapes st
 	defer cancel()
 	work, stopWork := context.WithCancel(context.Background())
 	defer stopWork()
-	wait = c.start(work, ctx, envs)
+	var chaosDone func()
+	wait, chaosDone = c.start(work, ctx, envs)
 	if c.fill != nil {
 		go c.fillAndEmpty(ctx)
 	}
@@ -179,6 +180,11 @@ func childMain(seed uint64, dur time.Duration, dir string, fsize bool, shapes st
 	main.tick()
 	if cfg.CloseWhileRunning {
 		c.setPhase("stop")
+		// The chaos first: a cycle's Start after the Stop below would
+		// leave a default tracer open (seed 8954785360076499900).
+		main.idle()
+		chaosDone()
+		main.tick()
 		c.finalDumps(envs, main)
 		c.closeAll(envs, main)
 		stopWork()
@@ -436,10 +442,10 @@ func (c *childEnv) openTracers(envs []*tenv) error {
 }
 
 // start starts every tracer's workload, which ends with work, and its
-// chaos, which ends with chaos, and returns the function that waits for
-// them to end.
-func (c *childEnv) start(work, ctx context.Context, envs []*tenv) (wait func()) {
-	var wg sync.WaitGroup
+// chaos, which ends with ctx, and returns the functions that wait for
+// both to end, and for the chaos alone.
+func (c *childEnv) start(work, ctx context.Context, envs []*tenv) (wait, chaosDone func()) {
+	var wg, chaos sync.WaitGroup
 	for _, e := range envs {
 		for i, s := range e.cfg.Shapes {
 			e.runShape(work, &wg, i, s)
@@ -448,18 +454,16 @@ func (c *childEnv) start(work, ctx context.Context, envs []*tenv) (wait func()) 
 			continue // untraced: no chaos
 		}
 		if e.fr != nil {
-			wg.Add(1)
-			go func() { defer wg.Done(); e.dumper(ctx) }()
+			chaos.Go(func() { e.dumper(ctx) })
 		}
 		if e.cfg.Tee != teeNone {
-			wg.Go(func() { e.teer(ctx) })
+			chaos.Go(func() { e.teer(ctx) })
 		}
 		if e.def && e.cfg.Cycles > 0 {
-			wg.Add(1)
-			go func() { defer wg.Done(); e.cycler(ctx) }()
+			chaos.Go(func() { e.cycler(ctx) })
 		}
 	}
-	return wg.Wait
+	return func() { wg.Wait(); chaos.Wait() }, chaos.Wait
 }
 
 // sleepCtx sleeps for d or until ctx is done, and reports whether ctx is

@@ -125,7 +125,8 @@ func (r *run) importers(files []traceFile) {
 // the bare array at microsecond precision and nests spans less than a
 // microsecond apart inside one another (docs/guarantees.md), which also
 // takes the slices from under their flow arrows; the copy is read at the
-// precision the events have. (Gzip files are loaded as they are.)
+// precision the events have. (Gzip files are loaded as they are: a closed
+// one is the object form once its members are joined.)
 func catapultCopy(path, cp string) string {
 	if strings.HasSuffix(path, ".gz") {
 		return path
@@ -206,11 +207,14 @@ func (r *run) loadIn(tool string, paths, shown []string) {
 				dropWarning(rep, w)
 			}
 		}
-		if rotatedSet(shown[i]) {
-			// A file of a rotated set holds part of the timeline: a flow
-			// whose start and end are in two files is an arrow neither
-			// viewer can draw, and both say so (docs/internals.md,
-			// Rotation; TestFilesLoadInBothViewers allows the same).
+		if rotatedSet(shown[i]) || r.cycledFile(rel) {
+			// A file of a rotated set, or of a default tracer's Start/Stop
+			// cycles, holds part of the timeline: a flow whose start and
+			// end are in two files is an arrow neither viewer can draw,
+			// and both say so (docs/internals.md, Rotation;
+			// TestFilesLoadInBothViewers allows the same); so does
+			// catapult of a flow that starts in a span the Stop left open
+			// (seed 8954785360076499900).
 			for _, w := range cutFlowWarnings {
 				dropImportError(rep, w)
 				dropWarning(rep, w)
@@ -272,6 +276,18 @@ func (r *run) writesFail(rel string) bool {
 	}
 	t := r.cfg.Tracers[i]
 	return i == 0 && r.cfg.Tmpfs || t.Fault == faultFail || t.Fault == faultShort || t.FifoDiesAt > 0
+}
+
+// cycledFile reports whether rel is a trace file (not a tee's) of a
+// default tracer that Start/Stop cycles split into files.
+func (r *run) cycledFile(rel string) bool {
+	rel = filepath.ToSlash(rel)
+	m := tracerDirName.FindStringSubmatch(rel)
+	if m == nil || strings.Contains(rel, "tees-") {
+		return false
+	}
+	i, err := strconv.Atoi(m[1])
+	return err == nil && i < len(r.cfg.Tracers) && r.cfg.Tracers[i].Cycles > 0
 }
 
 // tracerDirName finds the tracer of a file from its path in the run's
