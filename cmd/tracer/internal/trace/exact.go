@@ -164,12 +164,20 @@ func (a *Analyzer) replay(t *track, end int64) (dropped, open int) {
 	// The thread's track's stack, then those of its overflow tracks:
 	// indices in all.
 	stacks := make([][]int32, 1)
+	// nested says that the ended slices of the thread's stack end no
+	// earlier than those above them, as they do unless an E ended a B
+	// below the top (a misplaced end); an overflow track holds X events
+	// only, pushed where they fit, and is always so.
+	nested := true
 	// closeStack pops what ended before a slice at ts lasting dur (-1:
 	// a B, or an E) begins from stacks[k], as MaybeCloseStack does, to
 	// the letter: it pops the top of the stack where a slice below it
 	// ended, and cuts every slice above one that ended with a B open
 	// above it there, an X too. It reports an X that overlaps a slice it
-	// begins in.
+	// begins in. On a nested stack it stops at the first slice that ends
+	// after ts: none below it ends before, nor ends inside the X, so the
+	// rest of the loop would change nothing (a track nested 512 deep
+	// would otherwise cost 512 steps an event).
 	closeStack := func(k int, ts, dur int64) (overlap bool) {
 		stack := stacks[k]
 		defer func() { stacks[k] = stack }()
@@ -183,6 +191,9 @@ func (a *Analyzer) replay(t *track, end int64) (dropped, open int) {
 			}
 			if incomplete {
 				if ts <= s.end {
+					if k > 0 || nested {
+						return false
+					}
 					continue
 				}
 				// A B left open inside a slice that ended: cut there
@@ -204,11 +215,11 @@ func (a *Analyzer) replay(t *track, end int64) (dropped, open int) {
 				pop()
 				continue
 			}
-			if dur < 0 {
-				continue
-			}
-			if ts < s.end && ts+dur > s.end {
+			if dur >= 0 && ts < s.end && ts+dur > s.end {
 				return true
+			}
+			if s.end > ts && (k > 0 || nested) {
+				return false
 			}
 		}
 		return false
@@ -266,6 +277,8 @@ func (a *Analyzer) replay(t *track, end int64) (dropped, open int) {
 				s.end = max(ev.ts, s.start)
 				if j == len(stack)-1 {
 					stacks[0] = stack[:j]
+				} else {
+					nested = false
 				}
 				break
 			}
