@@ -18,10 +18,11 @@ import (
 // Joining a gzip trace's members: chrome://tracing reads only the first
 // member of a gzip file, so a cleanly closed gzip trace (see gzipSink.Close)
 // is rewritten as one member, offline, once nothing more is written to it.
-// The rewrite also makes the array the object form a closed plain file
-// has (see objectHead), so that chrome://tracing reads its times to the
-// nanosecond: a stored deflate block with the object's head before the
-// members' data, and one with its "}" after.
+// The rewrite also makes a closed array the object form a closed plain
+// file has (see objectHead), so that chrome://tracing reads its times to
+// the nanosecond: a stored deflate block with the object's head before
+// the members' data, and one with its "}" after. An array left open (the
+// last writes failed) keeps that room as spaces, which JSON ignores.
 
 // joinGzipMembers rewrites the gzip file at path, made of members as
 // gzipSink writes them, as one member. It checks every member (its
@@ -68,8 +69,16 @@ func joinGzipMembers(path string) (err error) {
 	pos := func() int64 { return counted.n - int64(r.Buffered()) }
 	var zr io.ReadCloser
 	crc, size := crc32.NewIEEE(), uint32(0)
+	// Whether the array is closed is known at its end, so the data is
+	// summed twice: after the object's head, and after spaces as long.
+	var spaced hash.Hash32
+	var last lastBytes
+	data := io.Writer(crc)
 	if object {
+		spaced = crc32.NewIEEE()
 		size += storedBlock(w, crc, objectHead)
+		spaced.Write(spaces[:len(objectHead)])
+		data = io.MultiWriter(crc, spaced, &last)
 	}
 	for members := 0; ; members++ {
 		start := pos()
@@ -100,7 +109,7 @@ func joinGzipMembers(path string) (err error) {
 		} else {
 			zr.(flate.Resetter).Reset(r, nil)
 		}
-		n, err := io.Copy(crc, zr)
+		n, err := io.Copy(data, zr)
 		if err != nil {
 			return fmt.Errorf("member %d: %w", members, err)
 		}
@@ -119,14 +128,24 @@ func joinGzipMembers(path string) (err error) {
 			return fmt.Errorf("member %d: %w", members, err)
 		}
 	}
-	if object {
+	open := object && !last.endsArray()
+	sum := crc.Sum32()
+	if open {
+		sum = spaced.Sum32()
+	} else if object {
 		size += storedBlock(w, crc, "}\n")
+		sum = crc.Sum32()
 	}
 	w.Write(finalBlock[:])
-	tail := gzipTrailer(crc.Sum32(), size)
+	tail := gzipTrailer(sum, size)
 	w.Write(tail[:])
 	if err := w.Flush(); err != nil {
 		return err
+	}
+	if open { // the head's room, as spaces
+		if _, err := out.WriteAt(spaces[:len(objectHead)], int64(len(gzipHeader)+storedHead)); err != nil {
+			return err
+		}
 	}
 	if err := out.Sync(); err != nil {
 		return err
@@ -157,11 +176,33 @@ func isArray(f *os.File) bool {
 	}
 }
 
+// lastBytes keeps the last bytes written to it.
+type lastBytes struct{ b [16]byte }
+
+func (l *lastBytes) Write(p []byte) (int, error) {
+	if len(p) >= len(l.b) {
+		copy(l.b[:], p[len(p)-len(l.b):])
+	} else {
+		copy(l.b[:], l.b[len(p):])
+		copy(l.b[len(l.b)-len(p):], p)
+	}
+	return len(p), nil
+}
+
+// endsArray reports whether what was written ends with "]", but for
+// white space: a closed array.
+func (l *lastBytes) endsArray() bool {
+	return bytes.HasSuffix(bytes.TrimRight(l.b[:], " \n"), []byte("]"))
+}
+
+// storedHead is the length of a stored deflate block's head.
+const storedHead = 5
+
 // storedBlock writes s as a stored deflate block, not the last, and adds
 // it to crc; it returns its length. The deflate data before it ends on a
 // byte boundary, as a sync flush leaves it, and so does the block.
 func storedBlock(w io.Writer, crc hash.Hash32, s string) uint32 {
-	var head [5]byte // BFINAL 0, BTYPE 00, padding to the byte; LEN, NLEN
+	var head [storedHead]byte // BFINAL 0, BTYPE 00, padding to the byte; LEN, NLEN
 	binary.LittleEndian.PutUint16(head[1:], uint16(len(s)))
 	binary.LittleEndian.PutUint16(head[3:], ^uint16(len(s)))
 	w.Write(head[:])
