@@ -48,7 +48,7 @@ func (f *flusher) attachTee(s *teeStream) error {
 	f.send()
 	f.out.barrier()
 	f.takeFailures()
-	t := attachedTee{s: s, before: f.flows.snapshot(), since: nanotime(), from: f.lastCut}
+	t := attachedTee{s: s, before: f.flows.snapshot(), from: f.lastCut}
 	t.clips = f.clipsAt(t.from)
 	done := f.aside(64<<10 + 128*(f.names.len()+f.open.count))
 	f.appendHeader()
@@ -129,7 +129,7 @@ func (f *flusher) clipForTees(token uint64, start int64, at int, end int64) {
 func (f *flusher) clipFlowForTees(start int64, parent uint64, parentAt int64, at int) {
 	for i := range f.tees {
 		t := &f.tees[i]
-		if start < t.since || parentAt >= t.from {
+		if start < t.from || parentAt >= t.from {
 			continue
 		}
 		f.enc.retimeForTee(t.s, at, t.startOf(parent, parentAt), 0)
@@ -191,18 +191,18 @@ func (f *flusher) nameOpen() {
 type attachedTee struct {
 	s      *teeStream
 	before map[asyncOp]bool
-	since  int64            // nanotime when it started
 	from   int64            // its window's start: the cut of the pass that attached it
 	clips  map[uint64]int64 // by token, where each span and SpanHandle open at from begins in its trace: see clipsAt
 }
 
 // skipEarlierFlow leaves the flow from a SpanHandle's parent, written
-// from offset at, out of the tees that started after the SpanHandle did,
-// at start: the slices it joins may have been written before them (its
-// parent, or the span its async slice began in, ended before the tee).
+// from offset at, out of the tees whose window began after the
+// SpanHandle did, at start: the slices it joins may have been written
+// before them (its parent, or the span its async slice began in, ended
+// before the tee).
 func (f *flusher) skipEarlierFlow(start int64, at int) {
 	for _, t := range f.tees {
-		if start < t.since {
+		if start < t.from {
 			f.enc.skipForTee(t.s, at)
 		}
 	}
