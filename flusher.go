@@ -409,7 +409,10 @@ func (f *flusher) take(c *cursor, h *slot, cut, limit int64) uint64 {
 		at := f.enc.size()
 		f.enc.event(h, rest)
 		if h.isFlow() {
-			f.noteFlow(h, rest, at)
+			f.noteFlow(h, rest, at) // before clipLateForTees: a tee that leaves it out does
+		}
+		if len(f.tees) > 0 {
+			f.clipLateForTees(h.at(), at)
 		}
 		if lane != nil {
 			f.shared.give(lane, h.at())

@@ -20,8 +20,8 @@ import (
 // event recorded in the window, and the spans, SpanHandles and async
 // operations open when it began, clipped to begin at its start (those on
 // one goroutine a nanosecond apart, outermost first, so that both viewers
-// nest them as they were: at most a nanosecond a level before the
-// window); those still open at its end end there, and its trace ends with
+// nest them as they were: at most a nanosecond a level, and one more,
+// before the window); those still open at its end end there, and its trace ends with
 // "]". What ended before the call is not in it, nor the steps and ends of
 // the flows begun before it, whose starts are not (the viewers would draw
 // them from nothing). The tracer's file gets every span whole, as without

@@ -258,9 +258,9 @@ func teeWindow(tr *Tracer, te *Tee) (from, to float64) {
 // checkWindow checks that a tee's trace is its window, from to to (in
 // the trace's microseconds), as tracer cut cuts one: every event inside
 // it, but for the spans that began before it, which begin at most a
-// nanosecond a level before it, outermost first, a nanosecond apart on
-// each track, so that both viewers nest them as they were (see
-// attachedTee.clips).
+// nanosecond a level (and one more) before it, outermost first, a
+// nanosecond apart on each track, so that both viewers nest them as they
+// were (see attachedTee.clips).
 func checkWindow(t *testing.T, evs []tracecheck.Event, from, to float64) {
 	require.Less(t, from, to)
 	ns := tracecheck.Nanos
@@ -288,7 +288,7 @@ func checkWindow(t *testing.T, evs []tracecheck.Event, from, to float64) {
 	for tid, starts := range clipped {
 		slices.Sort(starts)
 		for i, s := range starts {
-			assert.GreaterOrEqual(t, s, ns(from)-int64(levels[tid]), "track %d: a span clipped to more than a nanosecond a level before the window (%v)", tid, from)
+			assert.GreaterOrEqual(t, s, ns(from)-int64(levels[tid])-1, "track %d: a span clipped to more than a nanosecond a level before the window (%v)", tid, from)
 			if i > 0 {
 				assert.Less(t, starts[i-1], s, "track %d: two spans clipped to one time, which the viewers may nest upside down", tid)
 			}

@@ -323,6 +323,101 @@ func TestTeeEndsAtClose(t *testing.T) {
 	require.Error(t, err)
 }
 
+// TestTeeClipsASpanPublishedLate: a goroutine may read the clock for a
+// span before the cut of the pass that attaches a tee and publish it
+// after that pass loaded its chain (a pass takes what was published when
+// it looked). The span is the newest of its goroutine, and it nests in
+// the tee's trace inside those the pass saw open, a nanosecond after the
+// innermost, each written as X (it ends in the window) or as B once old;
+// an instant or an async operation published so begins at the window's
+// start.
+func TestTeeClipsASpanPublishedLate(t *testing.T) {
+	t.Parallel()
+	for _, old := range []bool{false, true} {
+		t.Run(fmt.Sprintf("old=%v", old), func(t *testing.T) {
+			t.Parallel()
+			clock := newTestClock()
+			path := filepath.Join(t.TempDir(), "trace.json")
+			tr, err := New(path, withClock(clock))
+			require.NoError(t, err)
+			var buf bytes.Buffer
+			endOuter := tr.Span("outer")
+			endMiddle := tr.Span("middle")
+			te, err := tr.Tee(&buf)
+			require.NoError(t, err)
+			from := te.s.from.Load()
+			endLate := tr.Span("late")
+			stampAt(t, tr, kindSpan, "late", from-1)
+			tr.Instant("instant")
+			stampAt(t, tr, kindInstant, "instant", from-1)
+			op := tr.AsyncBegin("op", Category("ops"))
+			stampAt(t, tr, kindAsyncBegin, "op", from-1)
+			op.End()
+			stampAt(t, tr, kindAsyncEnd, "op", from-1)
+			if old {
+				clock.ageAll()
+				require.NoError(t, tr.Flush())
+			}
+			tr.Span("inside")()
+			endLate()
+			endMiddle()
+			endOuter()
+			require.NoError(t, te.Stop())
+			require.NoError(t, tr.Close())
+
+			evs := checkStandsAlone(t, buf.Bytes(), true)
+			tracks := tracecheck.Tracks(t, evs)
+			ns := tracecheck.Nanos
+			f, to := teeWindow(tr, te)
+			checkWindow(t, evs, f, to)
+			var starts []int64
+			for _, name := range []string{"outer", "middle", "late"} {
+				s := tracecheck.SlicesNamed(tracks, name)
+				require.Len(t, s, 1, name)
+				starts = append(starts, ns(s[0].Start))
+			}
+			at := from - tr.flusher.base // from in the trace's nanoseconds
+			assert.Equal(t, []int64{at - 3, at - 2, at - 1}, starts, "outermost first, a nanosecond apart, the late one innermost")
+			late := tracecheck.SlicesNamed(tracks, "late")[0]
+			inside := tracecheck.SlicesNamed(tracks, "inside")
+			require.Len(t, inside, 1)
+			assert.True(t, late.Start <= inside[0].Start && inside[0].End <= late.End, "inside in late")
+
+			for _, name := range []string{"instant", "op"} {
+				for _, e := range tracecheck.Named(evs, name) {
+					assert.Equal(t, at, ns(e.Ts), "%s %q: at the window's start", e.Ph, name)
+				}
+			}
+			assert.Len(t, tracecheck.Named(evs, "op"), 2)
+
+			file := tracecheck.Tracks(t, tracecheck.Read(t, path))
+			whole := tracecheck.SlicesNamed(file, "late")
+			require.Len(t, whole, 1)
+			assert.Equal(t, at-1, ns(whole[0].Start), "the file keeps its time")
+		})
+	}
+}
+
+// stampAt makes the newest event of kind k named name, recorded and not
+// yet taken by a pass, read its clock at nanotime ns instead.
+func stampAt(t *testing.T, tr *Tracer, k kind, name string, ns int64) {
+	t.Helper()
+	var last *slot
+	for _, l := range *tr.recorder.chains.Load() {
+		if l == nil || l.cur.Load() == full { // full: a chain that has recorded nothing
+			continue
+		}
+		c := l.cur.Load()
+		for i := uint64(0); i < c.head; i += c.slots[i].slots() {
+			if s := &c.slots[i]; s.kind() == k && s.str() == name {
+				last = s
+			}
+		}
+	}
+	require.NotNil(t, last, "no event %q of kind %d waiting for a pass", name, k)
+	last.num = uint64(ns) | rawNanotime
+}
+
 // stopInWrite calls its tee's Stop and Flush, then its tracer's Flush,
 // from its first Write.
 type stopInWrite struct {

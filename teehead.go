@@ -26,7 +26,10 @@ import "slices"
 // writes a span when it ends, inner first. So the spans open on a
 // goroutine at the window's start begin a nanosecond apart just before
 // it, outermost first, each at its own start if that is later
-// (attachedTee.clips). Those whose B the file has begin so in the tee's
+// (attachedTee.clips), the innermost two nanoseconds before it: the last
+// nanosecond is for a span the attach pass did not see, whose start a
+// goroutine read before the cut and published after the pass loaded its
+// chain (at most one a goroutine, its newest: see pass). Those whose B the file has begin so in the tee's
 // head; the events written later of a span that began before the window
 // (its X, its B once it is old, a SpanHandle's "b", the flow from a
 // SpanHandle's parent) reach the tee moved there (clipForTees), the
@@ -73,16 +76,17 @@ func (f *flusher) attachTee(s *teeStream) error {
 
 // clipsAt returns where each span and SpanHandle open now begins in the
 // trace of a tee whose window starts at from, by token: outermost first,
-// a nanosecond apart, the innermost a nanosecond before from, each at
-// its own start if that is later; a SpanHandle off its stack, drawn as
-// an async slice, a nanosecond before from.
+// a nanosecond apart, the innermost two nanoseconds before from (the
+// last is for a span this pass did not see: see startOf), each at its
+// own start if that is later; a SpanHandle off its stack, drawn as an
+// async slice, a nanosecond before from.
 func (f *flusher) clipsAt(from int64) map[uint64]int64 {
 	m := make(map[uint64]int64, f.open.count+len(f.open.anys.asyncs))
 	for _, s := range f.open.stacks {
 		n := len(*s)
 		for i := range *s {
 			o := &(*s)[i]
-			m[o.token] = max(o.start.at(), from-int64(n-i))
+			m[o.token] = max(o.start.at(), from-int64(n-i)-1)
 		}
 	}
 	for id, st := range f.open.anys.asyncs {
@@ -100,7 +104,12 @@ func (t *attachedTee) startOf(token uint64, start int64) int64 {
 	if c, ok := t.clips[token]; ok {
 		return c
 	}
-	return max(start, t.from-1) // not open at the window's start: cannot be, but inside the window all the same
+	// Not seen by the attach pass: a goroutine read the clock for it
+	// before the cut and published it after the pass loaded its chain.
+	// It is the newest of its goroutine (the goroutine's next event
+	// reads the clock after that publication, so after the cut): it
+	// nests inside those clipped, which end two nanoseconds before from.
+	return max(start, t.from-1)
 }
 
 // clipForTees gives each tee whose window began after start, the start
@@ -133,6 +142,22 @@ func (f *flusher) clipFlowForTees(start int64, parent uint64, parentAt int64, at
 			continue
 		}
 		f.enc.retimeForTee(t.s, at, t.startOf(parent, parentAt), 0)
+	}
+}
+
+// clipLateForTees gives each tee whose window began after at, the time
+// of the event (an instant, a counter, an async or flow event) the
+// encoder wrote from offset off, that event at the window's start: its
+// goroutine read the clock before the cut of the pass that attached the
+// tee and published it after that pass loaded its chain (see startOf).
+// In the window it is what came first; before it, it would lie outside
+// the slices clipped there, and an async operation's end before its
+// start.
+func (f *flusher) clipLateForTees(at int64, off int) {
+	for i := range f.tees {
+		if t := &f.tees[i]; at < t.from {
+			f.enc.retimeForTee(t.s, off, t.from, 0)
+		}
 	}
 }
 
