@@ -22,8 +22,10 @@ const MaxSeconds = 300
 const defaultSeconds = 5
 
 // stopTimeout bounds how long the end of a capture waits for a client
-// that does not read: past it, the response is cut.
-const stopTimeout = 2 * time.Second
+// that takes nothing: past it, the response is cut. A client that reads,
+// however slowly, gets the capture whole (a capture of minutes over a
+// slow tunnel may take long to drain). Tests shorten it.
+var stopTimeout = atomic.NewDuration(2 * time.Second)
 
 // capturing is set while a capture runs: one at a time.
 var capturing atomic.Bool
@@ -64,8 +66,8 @@ func serveTrace(w http.ResponseWriter, r *http.Request) {
 	}
 	// The end ends the spans still open at the window's end and the
 	// trace. A client that stopped reading makes it give up after the
-	// stop timeout; the write under way is then cut, so that nothing
-	// writes to w once the handler returns.
+	// stop timeout without progress; the write under way is then cut, so
+	// that nothing writes to w once the handler returns.
 	if err := end(); err != nil {
 		_ = s.rc.SetWriteDeadline(time.Now())
 	}
@@ -89,11 +91,13 @@ func record(s *stream) (end func() error, err error) {
 			if err != nil {
 				return nil, err
 			}
-			return func() error { return stopTee(te) }, nil
+			return func() error { return stopTee(te, s) }, nil
 		}
+		// No stop timeout: io.Discard never stalls, and stopTee bounds
+		// the wait for the client by its progress.
 		tr, err := tracer.NewWithWriter(io.Discard,
 			tracer.WithErrorHandler(func(error) {}),
-			tracer.WithStopTimeout(stopTimeout))
+			tracer.WithStopTimeout(0))
 		if err != nil {
 			return nil, err
 		}
@@ -102,7 +106,7 @@ func record(s *stream) (end func() error, err error) {
 			if err = tracer.SetDefault(tr); err == nil {
 				// Close ends the tee first, at the window's end: the
 				// program's calls cost nothing again at once.
-				return func() error { _ = tr.Close(); return stopTee(te) }, nil
+				return func() error { _ = tr.Close(); return stopTee(te, s) }, nil
 			}
 		}
 		_ = tr.Close()
@@ -117,19 +121,28 @@ func record(s *stream) (end func() error, err error) {
 	}
 }
 
-// stopTee ends the capture te, waiting for its client at most
-// stopTimeout, whatever the program's own tracer's stop timeout is: past
-// it, the caller cuts the write under way, which ends the tee.
-func stopTee(te *tracer.Tee) error {
+// stopTee ends the capture te, which writes to s, waiting for its client
+// as long as it takes what s sends: after stopTimeout without progress,
+// the caller cuts the write under way, which ends the tee. A tee of the
+// program's own tracer waits at most that tracer's stop timeout
+// (tracer.WithStopTimeout) all the same, as Tee.Stop does.
+func stopTee(te *tracer.Tee, s *stream) error {
 	done := make(chan error, 1)
 	go func() { done <- te.Stop() }()
-	timer := time.NewTimer(stopTimeout)
-	defer timer.Stop()
-	select {
-	case err := <-done:
-		return err
-	case <-timer.C:
-		return errors.New("tracedebug: the client stopped reading")
+	tick := time.NewTicker(stopTimeout.Load())
+	defer tick.Stop()
+	last := s.sent.Load()
+	for {
+		select {
+		case err := <-done:
+			return err
+		case <-tick.C:
+			if n := s.sent.Load(); n != last {
+				last = n
+				continue
+			}
+			return errors.New("tracedebug: the client stopped reading")
+		}
 	}
 }
 
@@ -164,6 +177,17 @@ type stream struct {
 	live bool // open was called: writes go to w
 	done bool // shut was called: writes fail
 	err  error
+	sent atomic.Int64 // bytes the response took: see stopTee (read without mu, which a blocked write holds)
+}
+
+// A counted is the response as the stream writes it, counting the bytes
+// it took.
+type counted struct{ s *stream }
+
+func (c counted) Write(p []byte) (int, error) {
+	n, err := c.s.w.Write(p)
+	c.s.sent.Add(int64(n))
+	return n, err
 }
 
 func (s *stream) Write(p []byte) (int, error) {
@@ -179,6 +203,11 @@ func (s *stream) Write(p []byte) (int, error) {
 	return s.send(p)
 }
 
+// sendChunk is how much of a write send hands the response at a time: a
+// slow client's progress shows between them (see stopTee). (A gzip
+// writer hands it its blocks as they come.)
+const sendChunk = 32 << 10
+
 // send writes p to the response and flushes it, under mu.
 func (s *stream) send(p []byte) (int, error) {
 	if s.err != nil {
@@ -190,7 +219,11 @@ func (s *stream) send(p []byte) (int, error) {
 			err = s.zw.Flush()
 		}
 	} else {
-		n, err = s.w.Write(p)
+		for n = 0; n < len(p) && err == nil; {
+			var m int
+			m, err = counted{s}.Write(p[n:min(len(p), n+sendChunk)])
+			n += m
+		}
 	}
 	if err == nil {
 		err = s.rc.Flush() // streamed: the client sees each flush
@@ -205,7 +238,7 @@ func (s *stream) open() {
 	defer s.mu.Unlock()
 	s.live = true
 	if s.gzip {
-		s.zw = gzip.NewWriter(s.w)
+		s.zw = gzip.NewWriter(counted{s})
 	}
 	if len(s.held) > 0 {
 		_, _ = s.send(s.held)

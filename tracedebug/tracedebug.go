@@ -45,7 +45,8 @@
 //     capture; a client that reads too slowly cuts it once it is the
 //     tracer's buffer limit behind (it ends as a file cut by a crash does,
 //     which both viewers load), rather than hold more memory or slow the
-//     program.
+//     program. After the window, the capture waits for its client as
+//     long as it reads, and cuts one that takes nothing for two seconds.
 //   - /debug/tracer/recent answers with the window of the flight recorder
 //     given to SetFlightRecorder (gzip=1 compresses it), or says how to set
 //     one up.

@@ -1,0 +1,107 @@
+package tracedebug
+
+import (
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gotracer/tracer"
+	"github.com/gotracer/tracer/internal/tracecheck"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// slowResponse is a response whose client reads slowly: each Write waits
+// for delay first; after a write deadline, writes fail.
+type slowResponse struct {
+	*httptest.ResponseRecorder
+	delay time.Duration
+
+	mu  sync.Mutex
+	cut bool
+}
+
+func (w *slowResponse) Write(p []byte) (int, error) {
+	time.Sleep(w.delay)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.cut {
+		return 0, os.ErrDeadlineExceeded
+	}
+	return w.ResponseRecorder.Write(p)
+}
+
+func (w *slowResponse) Flush() {}
+
+func (w *slowResponse) SetWriteDeadline(time.Time) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.cut = true
+	return nil
+}
+
+// TestSlowClientGetsItAll: a client that reads, however slowly, gets the
+// capture whole, though taking what was left at the window's end lasts
+// many stop timeouts; one that takes nothing is cut after one (see
+// TestStalledClient).
+func TestSlowClientGetsItAll(t *testing.T) {
+	old := stopTimeout.Swap(250 * time.Millisecond)
+	defer stopTimeout.Store(old)
+	for _, tc := range []struct {
+		name  string
+		gzip  bool
+		delay time.Duration // a write of 32 KiB, or a gzip block (many more, smaller)
+	}{
+		{"plain", false, 20 * time.Millisecond},
+		{"gzip", true, 4 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := &slowResponse{ResponseRecorder: httptest.NewRecorder(), delay: tc.delay}
+			url := "/debug/tracer/trace?seconds=1"
+			if tc.gzip {
+				url += "&gzip=1"
+			}
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				serveTrace(w, httptest.NewRequest(http.MethodGet, url, nil))
+			}()
+			require.Eventually(t, tracer.Enabled, 20*time.Second, time.Millisecond, "the capture starts")
+			// Megabytes at once, more than the client takes in the
+			// window: what is left at its end takes several stop
+			// timeouts to drain, a write at a time.
+			for range 20000 {
+				tracer.Span("pad", tracer.String("pad", "padding, padding, padding, padding, padding, padding"))()
+			}
+			<-done
+			assert.False(t, w.cut, "the client read: its capture was not cut")
+			body := w.Body.Bytes()
+			if tc.gzip {
+				var err error
+				body, err = gunzip(body)
+				require.NoError(t, err)
+			}
+			evs := tracecheck.Parse(t, body) // strict JSON: ended, not cut
+			assert.NotEmpty(t, tracecheck.Named(evs, "pad"))
+		})
+	}
+}
+
+// gunzip returns the content of the gzip stream b, which must end.
+func gunzip(b []byte) ([]byte, error) {
+	var out bytes.Buffer
+	zr, err := gzip.NewReader(bytes.NewReader(b))
+	if err != nil {
+		return nil, err
+	}
+	if _, err := out.ReadFrom(zr); err != nil {
+		return nil, errors.Join(err, errors.New("the gzip stream did not end"))
+	}
+	return out.Bytes(), nil
+}
