@@ -162,38 +162,55 @@ func BenchmarkLongLine(b *testing.B) {
 
 // BenchmarkCheckDeep and BenchmarkStatsDeep measure check and stats on
 // slices nested 200,000 levels deep in start order (X events, parents
-// first), where the time must grow with the depth, not its square.
+// first; B events, then their E events), where the time must grow with
+// the depth, not its square. Stats reads such a file twice: its track is
+// nested past Perfetto's 512 levels, and replayed as Perfetto takes it.
 func BenchmarkCheckDeep(b *testing.B) {
-	path := deepFile(b)
-	defer reportCPU(b, fileSize(b, path), cpuTime())
-	for b.Loop() {
-		_, _, err := checkFile(path, true, func(tracefile.Problem) {})
-		require.NoError(b, err)
+	for _, ph := range []string{"X", "BE"} {
+		b.Run(ph, func(b *testing.B) {
+			path := deepFile(b, ph)
+			defer reportCPU(b, fileSize(b, path), cpuTime())
+			for b.Loop() {
+				_, _, err := checkFile(path, true, func(tracefile.Problem) {})
+				require.NoError(b, err)
+			}
+		})
 	}
 }
 
 func BenchmarkStatsDeep(b *testing.B) {
-	path := deepFile(b)
-	defer reportCPU(b, fileSize(b, path), cpuTime())
-	for b.Loop() {
-		_, err := computeStats(path, true)
-		require.NoError(b, err)
+	for _, ph := range []string{"X", "BE"} {
+		b.Run(ph, func(b *testing.B) {
+			path := deepFile(b, ph)
+			defer reportCPU(b, fileSize(b, path), cpuTime())
+			for b.Loop() {
+				_, err := computeStats(path, true)
+				require.NoError(b, err)
+			}
+		})
 	}
 }
 
-// deepFile writes a chain of 200,000 nested X events, parents first.
-func deepFile(b *testing.B) string {
+// deepFile writes a chain of 200,000 nested slices, parents first: X
+// events, or (ph "BE") B events and then their E events, each with its
+// name, pid and tid.
+func deepFile(b *testing.B, ph string) string {
 	const n = 200_000
 	var sb strings.Builder
 	sb.WriteString("[\n")
 	for i := range n {
-		fmt.Fprintf(&sb, `{"name":"r","ph":"X","ts":%d,"dur":%d,"pid":1,"tid":1}`, i, 2*(n-i))
-		if i < n-1 {
-			sb.WriteString(",")
+		if ph == "X" {
+			fmt.Fprintf(&sb, `{"name":"r","ph":"X","ts":%d,"dur":%d,"pid":1,"tid":1},`+"\n", i, 2*(n-i))
+		} else {
+			fmt.Fprintf(&sb, `{"name":"r","ph":"B","ts":%d,"pid":1,"tid":1},`+"\n", i)
 		}
-		sb.WriteString("\n")
 	}
-	sb.WriteString("]\n")
+	if ph != "X" {
+		for i := range n {
+			fmt.Fprintf(&sb, `{"name":"r","ph":"E","ts":%d,"pid":1,"tid":1},`+"\n", n+i)
+		}
+	}
+	sb.WriteString(`{"name":"end","ph":"i","ts":0,"s":"t","pid":1,"tid":1}` + "\n]\n")
 	path := filepath.Join(b.TempDir(), "deep.json")
 	require.NoError(b, os.WriteFile(path, []byte(sb.String()), 0o644))
 	return path

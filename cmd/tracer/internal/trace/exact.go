@@ -164,6 +164,11 @@ func (a *Analyzer) replay(t *track, end int64) (dropped, open int) {
 	// The thread's track's stack, then those of its overflow tracks:
 	// indices in all.
 	stacks := make([][]int32, 1)
+	// Above ended[k], every slice of stacks[k] is open (a B): closeStack
+	// starts there, as the loop over them would only pass them (a track
+	// of B events nested 200,000 deep would otherwise cost 512 steps an
+	// event). It may be above the highest that ended, never below.
+	ended := []int{-1}
 	// nested says that the ended slices of the thread's stack end no
 	// earlier than those above them, as they do unless an E ended a B
 	// below the top (a misplaced end); an overflow track holds X events
@@ -180,10 +185,11 @@ func (a *Analyzer) replay(t *track, end int64) (dropped, open int) {
 	// would otherwise cost 512 steps an event).
 	closeStack := func(k int, ts, dur int64) (overlap bool) {
 		stack := stacks[k]
-		defer func() { stacks[k] = stack }()
+		defer func() { stacks[k], ended[k] = stack, min(ended[k], len(stack)-1) }()
 		pop := func() { stack = stack[:len(stack)-1] }
-		incomplete := false
-		for i := len(stack) - 1; i >= 0; i-- {
+		top := min(ended[k], len(stack)-1)
+		incomplete := top < len(stack)-1 // open slices above top
+		for i := top; i >= 0; i-- {
 			s := &all[stack[i]]
 			if s.end < 0 {
 				incomplete = true
@@ -238,7 +244,7 @@ func (a *Analyzer) replay(t *track, end int64) (dropped, open int) {
 			k := 0
 			for closeStack(k, ev.ts, dur) {
 				if k++; k == len(stacks) {
-					stacks = append(stacks, nil)
+					stacks, ended = append(stacks, nil), append(ended, -1)
 				}
 			}
 			stack := stacks[k]
@@ -259,6 +265,9 @@ func (a *Analyzer) replay(t *track, end int64) (dropped, open int) {
 				n.MaxDepth = int32(len(stack))
 			}
 			stacks[k] = append(stack, int32(len(all)-1))
+			if dur >= 0 {
+				ended[k] = len(stack)
+			}
 		case 's', 't', 'f':
 			// Bound to the slice on top of the thread's stack, ended or
 			// not (FlowTracker::Begin, Step, End); an f without "bp":"e"
@@ -277,8 +286,10 @@ func (a *Analyzer) replay(t *track, end int64) (dropped, open int) {
 				s.end = max(ev.ts, s.start)
 				if j == len(stack)-1 {
 					stacks[0] = stack[:j]
+					ended[0] = min(ended[0], j-1)
 				} else {
 					nested = false
+					ended[0] = max(ended[0], j)
 				}
 				break
 			}
