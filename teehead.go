@@ -29,11 +29,11 @@ import "slices"
 // (attachedTee.clips), the innermost two nanoseconds before it: the last
 // nanosecond is for a span the attach pass did not see, whose start a
 // goroutine read before the cut and published after the pass loaded its
-// chain (at most one a goroutine, its newest: see pass). Those whose B the file has begin so in the tee's
-// head; the events written later of a span that began before the window
-// (its X, its B once it is old, a SpanHandle's "b", the flow from a
-// SpanHandle's parent) reach the tee moved there (clipForTees), the
-// file's copy unchanged.
+// chain (at most one a goroutine, its newest: see pass). Those whose B
+// the file has begin so in the tee's head; the events written later of a
+// span that began before the window (its X, its B once it is old, a
+// SpanHandle's "b", the flow from a SpanHandle's parent) reach the tee
+// moved there (clipForTees), the file's copy unchanged.
 
 // attachTee makes s a tee of the tracer from now on: it encodes what was
 // recorded before for the file alone, then queues s's head. Under f.mu.
@@ -108,7 +108,8 @@ func (t *attachedTee) startOf(token uint64, start int64) int64 {
 	// before the cut and published it after the pass loaded its chain.
 	// It is the newest of its goroutine (the goroutine's next event
 	// reads the clock after that publication, so after the cut): it
-	// nests inside those clipped, which end two nanoseconds before from.
+	// nests inside those clipped, the innermost of which begins two
+	// nanoseconds before from.
 	return max(start, t.from-1)
 }
 

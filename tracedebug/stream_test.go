@@ -51,7 +51,7 @@ func (w *slowResponse) SetWriteDeadline(time.Time) error {
 // many stop timeouts; one that takes nothing is cut after one (see
 // TestStalledClient).
 func TestSlowClientGetsItAll(t *testing.T) {
-	old := stopTimeout.Swap(250 * time.Millisecond)
+	old := stopTimeout.Swap(400 * time.Millisecond)
 	defer stopTimeout.Store(old)
 	for _, tc := range []struct {
 		name  string
@@ -59,7 +59,7 @@ func TestSlowClientGetsItAll(t *testing.T) {
 		delay time.Duration // a write of 32 KiB, or a gzip block (many more, smaller)
 	}{
 		{"plain", false, 20 * time.Millisecond},
-		{"gzip", true, 4 * time.Millisecond},
+		{"gzip", true, 6 * time.Millisecond},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := &slowResponse{ResponseRecorder: httptest.NewRecorder(), delay: tc.delay}
