@@ -142,9 +142,12 @@ func TestCheckLibraryFiles(t *testing.T) {
 		generate(t, filepath.Join(dir, "closed.json.gz"), 1<<20): {},
 		rotated:       {allowed: partial},
 		rotatedSet[0]: {allowed: partial},
-		crashed(t, filepath.Join(dir, "crashed.json")):                {allowed: partial},
-		crashed(t, filepath.Join(dir, "crashed.json.gz")):             {want: tracefile.KindMembers, allowed: partial},
-		cut(t, generate(t, filepath.Join(dir, "cut.json.gz"), 1<<20)): {want: tracefile.KindGzip, allowed: append(partial, tracefile.KindTorn)}, // a cut member also cuts the event it was in
+		crashed(t, filepath.Join(dir, "crashed.json")):    {allowed: partial},
+		crashed(t, filepath.Join(dir, "crashed.json.gz")): {want: tracefile.KindMembers, allowed: partial},
+		// A cut member also cuts the event it was in; a closed gzip file
+		// is in the object form, which cut where an event ends is the
+		// {"traceEvents":[ form cut, which neither viewer loads.
+		cut(t, generate(t, filepath.Join(dir, "cut.json.gz"), 1<<20)): {want: tracefile.KindGzip, allowed: append(partial, tracefile.KindTorn, tracefile.KindFraming)},
 	}
 	for path, e := range files {
 		t.Run(filepath.Base(path), func(t *testing.T) {
