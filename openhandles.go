@@ -280,7 +280,7 @@ func (f *flusher) writeAsync(id uint64, st *anyState, start *slot, rest, endArgs
 	off := f.enc.size()
 	f.enc.anyAsync(start, rest, endArgs, 'e', at)
 	if len(f.tees) > 0 {
-		f.clipEndForTees(anyMark|id, start.at(), off, at)
+		f.clipEndForTees(start.at(), off, at)
 	}
 	f.flowFromParent(st, start, rest, st.enclosed)
 }

@@ -207,7 +207,7 @@ func (f *flusher) writeEnd(o *openSpan, endArgs []slot, at int64) {
 	off := f.enc.size()
 	f.enc.end(&o.start, o.rest(), endArgs, at, o.batch, int(o.off))
 	if len(f.tees) > 0 {
-		f.clipEndForTees(o.token, o.start.at(), off, at)
+		f.clipEndForTees(o.start.at(), off, at)
 	}
 }
 

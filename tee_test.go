@@ -398,18 +398,71 @@ func TestTeeClipsASpanPublishedLate(t *testing.T) {
 	}
 }
 
-// stampAt makes the newest event of kind k named name, recorded and not
-// yet taken by a pass, read its clock at nanotime ns instead.
+// TestTeeClipsAnEndPublishedLate: a span open when a tee attached, whose
+// goroutine read the clock for its end before the cut and published it
+// after the attach pass, ends at the window's start in the tee's trace,
+// and so do the spans above it that end with it (ended out of order):
+// inner first, at one time, so both viewers close them in order. Clipped
+// back to their starts, the outer would end before the inner.
+func TestTeeClipsAnEndPublishedLate(t *testing.T) {
+	t.Parallel()
+	clock := newTestClock()
+	path := filepath.Join(t.TempDir(), "trace.json")
+	tr, err := New(path, withClock(clock))
+	require.NoError(t, err)
+	var buf bytes.Buffer
+	tr.Span("before")()
+	endOuter := tr.Span("outer")
+	tr.Span("middle") // ends with outer: its B must be written for that
+	clock.ageAll()
+	require.NoError(t, tr.Flush())
+	te, err := tr.Tee(&buf)
+	require.NoError(t, err)
+	from := te.s.from.Load()
+	endOuter()
+	stampAt(t, tr, kindEnd, "", from-10) // before both clipped starts
+	tr.Span("after")()
+	require.NoError(t, te.Stop())
+	require.NoError(t, tr.Close())
+
+	evs := checkStandsAlone(t, buf.Bytes(), true)
+	f, to := teeWindow(tr, te)
+	checkWindow(t, evs, f, to)
+	at := from - tr.flusher.base // from in the trace's nanoseconds
+	ns := tracecheck.Nanos
+	var ends []string
+	for _, e := range evs {
+		if e.Ph == "E" {
+			assert.Equal(t, at, ns(e.Ts), "E %q: at the window's start", e.Name)
+			ends = append(ends, e.Name)
+		}
+	}
+	assert.Equal(t, []string{"middle", "outer"}, ends)
+	tracks := tracecheck.Tracks(t, evs)
+	for _, name := range []string{"outer", "middle", "after"} {
+		assert.Len(t, tracecheck.SlicesNamed(tracks, name), 1, name)
+	}
+	assert.Empty(t, tracecheck.SlicesNamed(tracks, "before"), "ended before the window")
+}
+
+// stampAt makes the newest event of kind k named name (any end, for
+// kindEnd, whose slot holds no name), recorded and not yet taken by a
+// pass, read its clock at nanotime ns instead.
 func stampAt(t *testing.T, tr *Tracer, k kind, name string, ns int64) {
 	t.Helper()
+	tr.flusher.mu.Lock() // for each chain's read position
+	defer tr.flusher.mu.Unlock()
 	var last *slot
 	for _, l := range *tr.recorder.chains.Load() {
 		if l == nil || l.cur.Load() == full { // full: a chain that has recorded nothing
 			continue
 		}
-		c := l.cur.Load()
-		for i := uint64(0); i < c.head; i += c.slots[i].slots() {
-			if s := &c.slots[i]; s.kind() == k && s.str() == name {
+		c, i := l.cur.Load(), uint64(0)
+		if c == l.read {
+			i = l.pos // what a pass took before is not waiting
+		}
+		for ; i < c.head; i += c.slots[i].slots() {
+			if s := &c.slots[i]; s.kind() == k && (k == kindEnd || s.str() == name) {
 				last = s
 			}
 		}

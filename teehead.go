@@ -163,18 +163,18 @@ func (f *flusher) clipLateForTees(at int64, off int) {
 }
 
 // clipEndForTees gives each tee whose window began after start, the
-// start of the span or SpanHandle with token, the end the encoder wrote
-// from offset at (its E or "e", at end) no earlier than the span's start
-// in the tee's trace: an end kept aside (see keepEnd) may come after the
-// window began and be earlier.
-func (f *flusher) clipEndForTees(token uint64, start int64, at int, end int64) {
+// start of a span or SpanHandle, the end the encoder wrote from offset at
+// (its E or "e", at end) at the window's start if end is before it: the
+// span's goroutine read the clock for its end before the cut of the pass
+// that attached the tee and published it (or kept it aside: see keepEnd)
+// after that pass loaded its chain. The spans above it that end with it
+// (see pop) end there too, inner first, at one time: at their clipped
+// starts, the outer would end before the inner.
+func (f *flusher) clipEndForTees(start int64, at int, end int64) {
 	for i := range f.tees {
 		t := &f.tees[i]
-		if start >= t.from {
-			continue
-		}
-		if c := t.startOf(token, start); end < c {
-			f.enc.retimeForTee(t.s, at, c, 0)
+		if start < t.from && end < t.from {
+			f.enc.retimeForTee(t.s, at, t.from, 0)
 		}
 	}
 }
