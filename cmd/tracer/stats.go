@@ -177,54 +177,74 @@ func runStats(args []string, stdout, stderr io.Writer) error {
 // computeStats reads the file at path and returns its numbers, spans
 // sorted by total time and tracks by busy time.
 func computeStats(path string, quiet bool) (*Stats, error) {
-	problems := 0
 	// A track Perfetto nests in ways a stream cannot follow is read
-	// again (see statsAgain).
+	// again (see statsPass).
 	file, err := reread(path)
 	if err != nil {
 		return nil, err
 	}
 	defer file.Close()
-	in, err := file.open(quiet, func(tracefile.Problem) { problems++ })
+	p, err := readStats(file, nil, quiet, 0)
 	if err != nil {
 		return nil, err
 	}
-	defer in.Close()
-	a := trace.NewAnalyzer()
-	a.Stats = true
-	a.OnProblem = func(tracefile.Problem) { problems++ }
-	if err := in.each(func(ev *tracefile.Event) error { a.Add(ev); return nil }); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
+	defer func() { p.in.Close() }()
 	deep, tooDeep, open := "", 0, 0
-	deepTracks := a.Deep()
-	if exact := deepTracks.Union(a.Tangled()); exact != nil || replayAll {
+	stopped := p.stopped // at a deep track: what came after it is unread
+	// The problems found as the file was read, and those its last
+	// reading found at the end (among them the depth of the tracks
+	// replayed). A track replayed is not checked as it is read: those
+	// found as it was read come from the first reading of each event
+	// that checked every track, the first up to where it stopped and the
+	// second after it.
+	first := p
+	streamed, read := p.problems, p.problems
+	for exact, readings := p.a.Deep().Union(p.a.Tangled()), 1; exact != nil || replayAll; {
 		// Perfetto drops the slices nested deeper than 512 levels, at
 		// times takes an E before a B of its ts that the file has
 		// before it, and nests slices in the X events it moved to
 		// overflow tracks: read the file again, replaying those tracks
 		// as it does (see internal/trace/exact.go).
-		if again, n, o, err := statsAgain(file.path, exact); err != nil {
-			if deepTracks != nil {
+		again, err := readStats(file, exact, quiet || !stopped, first.a.Events)
+		if err != nil {
+			if stopped {
+				return nil, err
+			}
+			if p.a.Deep() != nil {
 				deep = fmt.Sprintf("slices are nested deeper than the 512 levels Perfetto keeps, and counted here, where Perfetto drops them (the file could not be read again: %v)", err)
 			}
-		} else {
-			a, tooDeep, open = again, n, o
-			verb := "are"
-			if n == 1 {
-				verb = "is"
-			}
-			if n > 0 {
-				deep = fmt.Sprintf("%d %s nested deeper than the 512 levels Perfetto keeps %s left out, as Perfetto drops them (slice_max_depth_exceeded; tracer check says where)", n, plural(n, "slice"), verb)
-			}
+			break
 		}
+		p.in.Close()
+		p = again
+		if readings++; stopped && readings == 2 {
+			streamed = first.problems + p.problems - p.atMark
+		}
+		read = p.problems
+		// After a first reading that stopped, the tracks found deep or
+		// tangled further on are replayed too, in a third.
+		more := p.a.Deep().Union(p.a.Tangled())
+		if !stopped || more == nil || readings == 3 {
+			tooDeep, open = p.a.FinishExact(p.a.MaxTS)
+			break
+		}
+		exact = exact.Union(more)
 	}
+	if tooDeep > 0 {
+		verb := "are"
+		if tooDeep == 1 {
+			verb = "is"
+		}
+		deep = fmt.Sprintf("%d %s nested deeper than the 512 levels Perfetto keeps %s left out, as Perfetto drops them (slice_max_depth_exceeded; tracer check says where)", tooDeep, plural(tooDeep, "slice"), verb)
+	}
+	a, in := p.a, p.in
 	if a.HasTS {
 		// Spans still open at the end lasted at least to it: count them
 		// so, as the viewers draw them, rather than leave them out.
 		open += a.EndOpen(a.MaxTS)
 	}
 	a.Finish(in.crashed())
+	problems := streamed + p.problems - read
 	if a.Events == 0 && problems > 0 {
 		return nil, fmt.Errorf("%s: no events read, and %d %s: run tracer check", path, problems, plural(problems, "problem"))
 	}
@@ -348,29 +368,54 @@ func spool(path string) (string, error) {
 	return tmp.Name(), nil
 }
 
-// statsAgain reads the file at path a second time, its tracks in exact
-// replayed as Perfetto does, and returns the Analyzer, their ends done,
-// how many slices Perfetto drops for their depth, and how many of their
-// B events were still open at the end.
-func statsAgain(path string, exact trace.TrackSet) (a *trace.Analyzer, dropped, open int, err error) {
-	if st, err := os.Stat(path); err != nil {
-		return nil, 0, 0, err
-	} else if !st.Mode().IsRegular() {
-		return nil, 0, 0, fmt.Errorf("not a regular file")
-	}
-	in, err := openInput(path, true, nil)
+// A statsPass is one reading of a file for stats.
+type statsPass struct {
+	a        *trace.Analyzer
+	in       *input
+	problems int  // what the reader and the Analyzer found
+	atMark   int  // problems, once the mark-th event was read
+	stopped  bool // at the first event that made a track deep: see trace.Analyzer.WentDeep
+}
+
+// errDeep stops a first reading at a deep track.
+var errDeep = errors.New("a track nested deeper than Perfetto keeps")
+
+// readStats reads the file for stats, its tracks in exact replayed as
+// Perfetto does (their ends not done: see trace.Analyzer.FinishExact).
+// A first reading (exact nil) stops at the first event that makes a
+// track nested deeper than Perfetto keeps: that track is replayed, so
+// the file is read again anyway, and from the start. The pass notes how
+// many problems were found once the mark-th event was read.
+func readStats(file *rereadable, exact trace.TrackSet, quiet bool, mark int64) (*statsPass, error) {
+	p := &statsPass{}
+	count := func(tracefile.Problem) { p.problems++ }
+	in, err := file.open(quiet, count)
 	if err != nil {
-		return nil, 0, 0, err
+		return nil, err
 	}
-	defer in.Close()
-	a = trace.NewAnalyzer()
-	a.Stats = true
+	a := trace.NewAnalyzer()
+	a.Stats, a.OnProblem = true, count
 	a.Exact, a.ExactAll = exact, replayAll
-	if err := in.each(func(ev *tracefile.Event) error { a.Add(ev); return nil }); err != nil {
-		return nil, 0, 0, err
+	first := exact == nil && !replayAll
+	err = in.each(func(ev *tracefile.Event) error {
+		a.Add(ev)
+		if a.Events == mark {
+			p.atMark = p.problems
+		}
+		if first && a.WentDeep() {
+			return errDeep
+		}
+		return nil
+	})
+	if err == errDeep {
+		p.stopped, err = true, nil
 	}
-	dropped, open = a.FinishExact(a.MaxTS)
-	return a, dropped, open, nil
+	if err != nil {
+		in.Close()
+		return nil, fmt.Errorf("%s: %w", file.name, err)
+	}
+	p.a, p.in = a, in
+	return p, nil
 }
 
 // printStats prints s as tables.

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/gotracer/tracer/cmd/tracer/internal/trace"
+	"github.com/gotracer/tracer/internal/tracefile"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -244,11 +245,75 @@ func TestStatsTooDeep(t *testing.T) {
 		"h": {1, us(1), us(1), 0},
 	}, got)
 	assert.Contains(t, s.Deep, "176 slices nested deeper than the 512 levels Perfetto keeps are left out")
+	assert.Equal(t, 2, s.Problems, "the depth of both tracks, as check counts it")
 
 	code, stdout, stderr = runCmd("stats", path)
 	require.Equal(t, 0, code, stderr)
 	assert.Contains(t, stdout, "176 slices nested deeper than the 512 levels Perfetto keeps are left out, as Perfetto drops them (slice_max_depth_exceeded")
 	comparePerfetto(t, path)
+}
+
+// TestStatsProblemsAsCheck: stats counts the problems check lists,
+// however many times it reads the file: a first reading stops at a track
+// nested deeper than Perfetto keeps, and a track found deep or tangled
+// only after it is replayed in a third.
+func TestStatsProblemsAsCheck(t *testing.T) {
+	t.Parallel()
+	deepBE := func(b *strings.Builder, tid, n int) {
+		for i := range n {
+			fmt.Fprintf(b, `{"name":"a%d","ph":"B","ts":%d,"pid":1,"tid":%d},`+"\n", i%7, i, tid)
+		}
+		for i := range n {
+			fmt.Fprintf(b, `{"name":"a%d","ph":"E","ts":%d,"pid":1,"tid":%d},`+"\n", (n-1-i)%7, n+i, tid)
+		}
+	}
+	deepX := func(b *strings.Builder, tid, n int) { // innermost first: deep only at the end
+		for i := range n {
+			fmt.Fprintf(b, `{"name":"x","ph":"X","ts":%d,"dur":%d,"pid":1,"tid":%d},`+"\n", n-i, 2*i+1, tid)
+		}
+	}
+	tangled := func(b *strings.Builder, tid int) { // an X in an open B, and X events that overlap
+		fmt.Fprintf(b, `{"name":"t","ph":"B","ts":100,"pid":1,"tid":%[1]d},
+{"name":"t","ph":"E","ts":105,"pid":1,"tid":%[1]d},
+{"name":"v","ph":"X","ts":102,"dur":6,"pid":1,"tid":%[1]d},
+{"name":"u","ph":"X","ts":1,"dur":10,"pid":1,"tid":%[1]d},
+{"name":"u","ph":"X","ts":2,"dur":20,"pid":1,"tid":%[1]d},
+{"name":"u","ph":"X","ts":3,"dur":30,"pid":1,"tid":%[1]d},
+`, tid)
+	}
+	nesting := func(b *strings.Builder, tid int) { // an E with no B
+		fmt.Fprintf(b, `{"name":"n","ph":"E","ts":7,"pid":1,"tid":%d},`+"\n", tid)
+	}
+	dir := t.TempDir()
+	for name, write := range map[string]func(*strings.Builder){
+		"deep":                  func(b *strings.Builder) { deepBE(b, 1, 600) },
+		"deep then tangled":     func(b *strings.Builder) { deepBE(b, 1, 600); deepX(b, 2, 700); tangled(b, 3) },
+		"tangled then deep":     func(b *strings.Builder) { tangled(b, 3); nesting(b, 4); deepBE(b, 1, 530) },
+		"deep, nesting after":   func(b *strings.Builder) { deepBE(b, 1, 520); nesting(b, 4); nesting(b, 1) },
+		"tangled":               func(b *strings.Builder) { tangled(b, 3); nesting(b, 4) },
+		"deep found at the end": func(b *strings.Builder) { nesting(b, 4); deepX(b, 2, 600) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			var b strings.Builder
+			b.WriteString("[\n")
+			write(&b)
+			b.WriteString(`{"name":"end","ph":"i","ts":0,"s":"t","pid":1,"tid":1}` + "\n]\n")
+			path := writeFile(t, dir, strings.ReplaceAll(name, " ", "_")+".json", b.String())
+			byKind, _, err := checkFile(path, true, func(tracefile.Problem) {})
+			require.NoError(t, err)
+			want := 0
+			for _, n := range byKind {
+				want += n
+			}
+			code, stdout, stderr := runCmd("stats", "-json", path)
+			require.Equal(t, 0, code, stderr)
+			var s Stats
+			require.NoError(t, json.Unmarshal([]byte(stdout), &s))
+			assert.Equal(t, want, s.Problems, "check: %v", byKind)
+			comparePerfetto(t, path)
+		})
+	}
 }
 
 // TestStatsInfinity: a counter value Perfetto reads as infinite (strtod

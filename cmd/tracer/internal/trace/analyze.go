@@ -105,6 +105,7 @@ type Analyzer struct {
 	lastKey    trackKey
 	lastTrack  *track
 	steps      int64 // work on the trees beyond a step per slice: see TestDeepNestingLinear
+	deep       bool  // a track went deep: see WentDeep
 	line       int32 // of the event being added
 
 	cataOpen    map[string][]catapultB // per thread, the B events catapult holds open
@@ -326,6 +327,9 @@ func (a *Analyzer) Add(e *tracefile.Event) {
 			t.openSorted = false
 		}
 		t.open = append(t.open, openSpan{ts: e.TS, name: a.name(e.Name), line: int32(e.Line), seq: a.Events})
+		if len(t.open) > maxNesting && !t.deep {
+			a.wentDeep(t) // the B past the deepest level Perfetto keeps, whatever ends it
+		}
 		if a.grouped && hasDigit(e.Name.Raw) {
 			a.exact[a.Events] = e.Name.String() // for the E that repair -close-open writes
 		}

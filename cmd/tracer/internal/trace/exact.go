@@ -27,16 +27,27 @@ import (
 // of its own, B events cut at the end of an X they outlive, an E ending
 // the innermost open B of its name, nothing pushed past 512). It costs
 // 40 bytes per slice event of such a track, and a second read of the
-// file, only for a file that has one.
+// file, only for a file that has one; the first read may stop at the
+// first event that makes a track deep (WentDeep), and a track found
+// deep or tangled only further on is then replayed in a third.
 
 // A TrackSet names tracks of an Analyzer, for another Analyzer of the
 // same file.
 type TrackSet map[trackKey]bool
 
-// Deep returns the tracks nested deeper than Perfetto keeps, or nil.
+// Deep returns the tracks nested deeper than Perfetto keeps so far, or
+// nil: a slice past its 512 levels, or a B event open past them.
 func (a *Analyzer) Deep() TrackSet {
-	return a.tracksWhere(func(t *track) bool { return t.levels > maxNesting })
+	return a.tracksWhere(func(t *track) bool { return t.deep })
 }
+
+// WentDeep reports whether a track not replayed went deeper than
+// Perfetto keeps: the first such event makes it true, so that a reader
+// that replays such tracks (stats) can stop its first reading there and
+// read the file again at once, rather than read it to its end twice.
+func (a *Analyzer) WentDeep() bool { return a.deep }
+
+func (a *Analyzer) wentDeep(t *track) { t.deep, a.deep = true, true }
 
 // Tangled returns the tracks that only a replay follows exactly, or
 // nil: those with an E at the ts of a B before it, before the file's
@@ -104,15 +115,18 @@ type simSlice struct {
 
 // FinishExact replays the slice events of the exact tracks (see above)
 // and counts the slices Perfetto keeps; a B still open at the end is
-// counted to end, as EndOpen does. It returns how many slices Perfetto
-// drops for their depth and how many B events were still open. Call it
-// before EndOpen.
+// counted to end, as EndOpen does. It reports a track whose slices
+// Perfetto drops for their depth (at the first), and returns how many it
+// drops and how many B events were still open. Call it before EndOpen.
 func (a *Analyzer) FinishExact(end int64) (dropped, open int) {
 	for _, t := range a.trackList {
 		if !t.exact || len(t.raw) == 0 {
 			continue
 		}
-		d, o := a.replay(t, end)
+		d, o, line := a.replay(t, end)
+		if d > 0 {
+			a.problemV(int(line), KindDepth, "slice_max_depth_exceeded", "", "this slice and %d more on pid %s tid %s are nested deeper than the %d levels Perfetto keeps: it drops them (slice_max_depth_exceeded); chrome://tracing shows them", d-1, t.pid.Raw, t.tid.Raw, maxNesting)
+		}
 		dropped += d
 		open += o
 		t.raw = nil
@@ -157,7 +171,10 @@ func (a *Analyzer) sortRaw(evs []rawSlice) {
 	}
 }
 
-func (a *Analyzer) replay(t *track, end int64) (dropped, open int) {
+// replay replays t's events (see above) and returns how many slices
+// Perfetto drops for their depth, the line of the first, and how many B
+// events were still open at end.
+func (a *Analyzer) replay(t *track, end int64) (dropped, open int, firstDropped int32) {
 	evs := t.raw
 	a.sortRaw(evs)
 	var all []simSlice
@@ -249,7 +266,9 @@ func (a *Analyzer) replay(t *track, end int64) (dropped, open int) {
 			}
 			stack := stacks[k]
 			if len(stack) >= maxNesting {
-				dropped++
+				if dropped++; dropped == 1 {
+					firstDropped = ev.line
+				}
 				continue
 			}
 			parent := int32(-1)
@@ -328,5 +347,5 @@ func (a *Analyzer) replay(t *track, end int64) (dropped, open int) {
 		}
 		t.slices++
 	}
-	return dropped, open
+	return dropped, open, firstDropped
 }

@@ -152,6 +152,7 @@ type track struct {
 	busy     int64
 	slices   int64
 	levels   int32      // the deepest nesting seen, in levels
+	deep     bool       // nested past maxNesting levels: see Analyzer.Deep
 	roots    int        // stack[:roots] are top slices: see collapse
 	deepLine int32      // the first slice past maxNesting levels
 	last     int64      // latest end
@@ -289,6 +290,7 @@ func (a *Analyzer) add(t *track, s, e int64, name int32, line int, be bool, seq 
 	if level := x.depth + x.height + 1; level > t.levels {
 		if level > maxNesting && t.levels <= maxNesting {
 			t.deepLine = x.line()
+			a.wentDeep(t)
 		}
 		t.levels = level
 	}
