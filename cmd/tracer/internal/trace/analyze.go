@@ -108,8 +108,9 @@ type Analyzer struct {
 	deep       bool  // a track went deep: see WentDeep
 	line       int32 // of the event being added
 
-	cataOpen    map[string][]catapultB // per thread, the B events catapult holds open
-	endCatapult string                 // what catapult warns of the E being followed
+	cataOpen    map[string]*catapultThread // by pid and tid, what catapult holds open
+	keyBuf      []byte                     // scratch
+	endCatapult string                     // what catapult warns of the E being followed
 	endWhy      string
 	asyncs      []asyncEvent // see finishAsyncs
 }
@@ -165,7 +166,7 @@ func NewAnalyzer() *Analyzer {
 		procIdx:    map[int64]*Process{},
 		flows:      map[string]int32{},
 		exact:      map[int64]string{},
-		cataOpen:   map[string][]catapultB{},
+		cataOpen:   map[string]*catapultThread{},
 	}
 }
 

@@ -1,6 +1,7 @@
 package trace
 
 import (
+	"bytes"
 	"cmp"
 	"fmt"
 	"slices"
@@ -16,12 +17,46 @@ import (
 // innermost b of its name. Its warnings' types are what Problem.Catapult
 // holds.
 
-// A catapultB is a B event catapult holds open on a thread.
+// A catapultB is a B event catapult holds open on a thread. It holds no
+// pointer: a thread's stack may be 200,000 deep, and grows by copies the
+// garbage collector would otherwise follow.
 type catapultB struct {
-	name string
 	ts   int64
-	args []string // the keys of its args
+	name int32 // where its name begins in catapultThread.names
 	line int32
+}
+
+// A catapultThread is what catapult holds open on one thread: its B
+// events, their names (decoded, end to end, a stack as they are), and
+// the keys of the args of those that have args.
+type catapultThread struct {
+	open  []catapultB
+	names []byte
+	args  []catapultArgs
+}
+
+// push holds b, named name, open.
+func (th *catapultThread) push(b catapultB, name []byte) {
+	b.name = int32(len(th.names))
+	th.names = append(th.names, name...)
+	th.open = append(th.open, b)
+}
+
+// pop returns the B event held open last, and its name, which is valid
+// until the next push.
+func (th *catapultThread) pop() (catapultB, []byte) {
+	b := th.open[len(th.open)-1]
+	th.open = th.open[:len(th.open)-1]
+	name := th.names[b.name:]
+	th.names = th.names[:b.name]
+	return b, name
+}
+
+// catapultArgs are the keys of the args of the B event at depth in its
+// thread's stack.
+type catapultArgs struct {
+	depth int
+	keys  []string
 }
 
 // catapultMeta are the metadata names catapult knows (others are a
@@ -34,48 +69,65 @@ var catapultMeta = map[string]string{
 
 // catapultBegin follows a B event as catapult does.
 func (a *Analyzer) catapultBegin(e *tracefile.Event) {
-	k := threadKey(e)
-	b := catapultB{name: e.Name.String(), ts: e.TS, line: int32(e.Line)}
-	for i := range e.Args {
-		b.args = append(b.args, e.Args[i].Key.String())
+	th := a.catapultThread(e)
+	if len(e.Args) > 0 {
+		keys := make([]string, len(e.Args))
+		for i := range e.Args {
+			keys[i] = e.Args[i].Key.String()
+		}
+		th.args = append(th.args, catapultArgs{depth: len(th.open), keys: keys})
 	}
-	a.cataOpen[k] = append(a.cataOpen[k], b)
+	th.push(catapultB{ts: e.TS, line: int32(e.Line)}, a.decode(e.Name))
 }
 
 // catapultEnd follows an E event as catapult does, and returns what it
 // warns of (the type and why), if anything, but for args merged, which it
 // reports itself.
 func (a *Analyzer) catapultEnd(e *tracefile.Event) (typ, why string) {
-	k := threadKey(e)
-	st := a.cataOpen[k]
-	if len(st) == 0 {
+	th := a.catapultThread(e)
+	if len(th.open) == 0 {
 		return "duration_parse_error", `chrome://tracing: "E phase event without a matching B phase event"`
 	}
-	b := st[len(st)-1]
-	if len(st) == 1 {
-		delete(a.cataOpen, k)
-	} else {
-		a.cataOpen[k] = st[:len(st)-1]
+	b, bName := th.pop()
+	var keys []string
+	if n := len(th.args); n > 0 && th.args[n-1].depth == len(th.open) {
+		keys = th.args[n-1].keys
+		th.args = th.args[:n-1]
 	}
 	if e.TS < b.ts {
-		return tracefile.Refuses, fmt.Sprintf("chrome://tracing refuses the file: the E ends %q (line %d), which began after it", b.name, b.line)
+		return tracefile.Refuses, fmt.Sprintf("chrome://tracing refuses the file: the E ends %q (line %d), which began after it", bName, b.line)
 	}
 	for i := range e.Args {
 		// One warning per arg, as catapult gives them.
-		if k := e.Args[i].Key.String(); slices.Contains(b.args, k) {
+		if k := e.Args[i].Key.String(); slices.Contains(keys, k) {
 			a.problemV(e.Line, KindArgs, "", "arg_merge_error", "the E gives arg %q, which its B (line %d) has too: chrome://tracing warns (arg_merge_error) and keeps the E's; Perfetto keeps both",
 				k, b.line)
 		}
 	}
-	if name := e.Name.String(); name != "" && name != b.name {
-		return "title_match_error", fmt.Sprintf("chrome://tracing ends %q (line %d) with it (\"Titles do not match\")", b.name, b.line)
+	if len(e.Name.Raw) > 0 && !bytes.Equal(a.decode(e.Name), bName) {
+		return "title_match_error", fmt.Sprintf("chrome://tracing ends %q (line %d) with it (\"Titles do not match\")", bName, b.line)
 	}
 	return "", ""
 }
 
-// threadKey returns the thread of e as catapult tells threads apart.
-func threadKey(e *tracefile.Event) string {
-	return string(e.Pid.Raw) + "\x00" + string(e.Tid.Raw)
+// catapultThread returns what catapult holds open on the thread of e.
+func (a *Analyzer) catapultThread(e *tracefile.Event) *catapultThread {
+	a.keyBuf = append(append(append(a.keyBuf[:0], e.Pid.Raw...), 0), e.Tid.Raw...)
+	th := a.cataOpen[string(a.keyBuf)]
+	if th == nil {
+		th = &catapultThread{}
+		a.cataOpen[string(a.keyBuf)] = th
+	}
+	return th
+}
+
+// decode returns s decoded, valid until the next call.
+func (a *Analyzer) decode(s tracefile.Str) []byte {
+	if !s.Escaped {
+		return s.Raw
+	}
+	a.decoded = s.Append(a.decoded[:0])
+	return a.decoded
 }
 
 // catapultMetadata reports a metadata event catapult does not know.
