@@ -22,9 +22,11 @@ const MaxSeconds = 300
 const defaultSeconds = 5
 
 // stopTimeout bounds how long the end of a capture waits for a client
-// that takes nothing: past it, the response is cut. A client that reads,
-// however slowly, gets the capture whole (a capture of minutes over a
-// slow tunnel may take long to drain). Tests shorten it.
+// that takes nothing: a write to the response (at most 32 KiB, or a gzip
+// block) under way for longer is cut. A client that reads, however
+// slowly, gets the capture whole (a capture of minutes over a slow
+// tunnel may take long to drain), and the time the tracer takes to hand
+// the response what is left is never the client's. Tests shorten it.
 var stopTimeout = atomic.NewDuration(2 * time.Second)
 
 // capturing is set while a capture runs: one at a time.
@@ -65,9 +67,9 @@ func serveTrace(w http.ResponseWriter, r *http.Request) {
 	case <-r.Context().Done(): // the client went away
 	}
 	// The end ends the spans still open at the window's end and the
-	// trace. A client that stopped reading makes it give up after the
-	// stop timeout without progress; the write under way is then cut, so
-	// that nothing writes to w once the handler returns.
+	// trace. A client that stopped reading makes it give up once a write
+	// has been under way for the stop timeout; that write is then cut,
+	// so that nothing writes to w once the handler returns.
 	if err := end(); err != nil {
 		_ = s.rc.SetWriteDeadline(time.Now())
 	}
@@ -94,7 +96,7 @@ func record(s *stream) (end func() error, err error) {
 			return func() error { return stopTee(te, s) }, nil
 		}
 		// No stop timeout: io.Discard never stalls, and stopTee bounds
-		// the wait for the client by its progress.
+		// the wait for a client that stopped reading.
 		tr, err := tracer.NewWithWriter(io.Discard,
 			tracer.WithErrorHandler(func(error) {}),
 			tracer.WithStopTimeout(0))
@@ -122,26 +124,24 @@ func record(s *stream) (end func() error, err error) {
 }
 
 // stopTee ends the capture te, which writes to s, waiting for its client
-// as long as it takes what s sends: after stopTimeout without progress,
-// the caller cuts the write under way, which ends the tee. A tee of the
-// program's own tracer waits at most that tracer's stop timeout
-// (tracer.WithStopTimeout) all the same, as Tee.Stop does.
+// as long as it takes what s sends: once a write to the response has been
+// under way for stopTimeout, the caller cuts it, which ends the tee. A
+// tee of the program's own tracer waits at most that tracer's stop
+// timeout (tracer.WithStopTimeout) all the same, as Tee.Stop does.
 func stopTee(te *tracer.Tee, s *stream) error {
 	done := make(chan error, 1)
 	go func() { done <- te.Stop() }()
-	tick := time.NewTicker(stopTimeout.Load())
+	limit := stopTimeout.Load()
+	tick := time.NewTicker(limit / 4)
 	defer tick.Stop()
-	last := s.sent.Load()
 	for {
 		select {
 		case err := <-done:
 			return err
 		case <-tick.C:
-			if n := s.sent.Load(); n != last {
-				last = n
-				continue
+			if s.blockedFor() >= limit {
+				return errors.New("tracedebug: the client stopped reading")
 			}
-			return errors.New("tracedebug: the client stopped reading")
 		}
 	}
 }
@@ -177,16 +177,39 @@ type stream struct {
 	live bool // open was called: writes go to w
 	done bool // shut was called: writes fail
 	err  error
-	sent atomic.Int64 // bytes the response took: see stopTee (read without mu, which a blocked write holds)
+	// since is when the write to the response under way began (since
+	// epoch, plus one), 0 between writes: see stopTee. It is read
+	// without mu, which a blocked write holds.
+	since atomic.Int64
 }
 
-// A counted is the response as the stream writes it, counting the bytes
-// it took.
-type counted struct{ s *stream }
+// epoch is what stream.since counts from: a monotonic clock.
+var epoch = time.Now()
 
-func (c counted) Write(p []byte) (int, error) {
-	n, err := c.s.w.Write(p)
-	c.s.sent.Add(int64(n))
+// blockedFor returns how long the write to the response under way has
+// lasted, 0 if none is.
+func (s *stream) blockedFor() time.Duration {
+	at := s.since.Load()
+	if at == 0 {
+		return 0
+	}
+	return time.Since(epoch) - time.Duration(at-1)
+}
+
+// timed runs f, a write to the response or its flush, as the write under
+// way.
+func (s *stream) timed(f func() error) error {
+	s.since.Store(int64(time.Since(epoch)) + 1)
+	defer s.since.Store(0)
+	return f()
+}
+
+// A timedWriter is the response as the stream writes it, each write
+// timed (see stopTee).
+type timedWriter struct{ s *stream }
+
+func (t timedWriter) Write(p []byte) (n int, err error) {
+	err = t.s.timed(func() error { n, err = t.s.w.Write(p); return err })
 	return n, err
 }
 
@@ -204,8 +227,8 @@ func (s *stream) Write(p []byte) (int, error) {
 }
 
 // sendChunk is how much of a write send hands the response at a time: a
-// slow client's progress shows between them (see stopTee). (A gzip
-// writer hands it its blocks as they come.)
+// slow client is not taken for one that stopped reading while it takes
+// one (see stopTee). (A gzip writer hands it its blocks as they come.)
 const sendChunk = 32 << 10
 
 // send writes p to the response and flushes it, under mu.
@@ -221,12 +244,12 @@ func (s *stream) send(p []byte) (int, error) {
 	} else {
 		for n = 0; n < len(p) && err == nil; {
 			var m int
-			m, err = counted{s}.Write(p[n:min(len(p), n+sendChunk)])
+			m, err = timedWriter{s}.Write(p[n:min(len(p), n+sendChunk)])
 			n += m
 		}
 	}
 	if err == nil {
-		err = s.rc.Flush() // streamed: the client sees each flush
+		err = s.timed(s.rc.Flush) // streamed: the client sees each flush
 	}
 	s.err = err
 	return n, err
@@ -238,7 +261,7 @@ func (s *stream) open() {
 	defer s.mu.Unlock()
 	s.live = true
 	if s.gzip {
-		s.zw = gzip.NewWriter(counted{s})
+		s.zw = gzip.NewWriter(timedWriter{s})
 	}
 	if len(s.held) > 0 {
 		_, _ = s.send(s.held)

@@ -51,15 +51,18 @@ func (w *slowResponse) SetWriteDeadline(time.Time) error {
 // many stop timeouts; one that takes nothing is cut after one (see
 // TestStalledClient).
 func TestSlowClientGetsItAll(t *testing.T) {
-	old := stopTimeout.Swap(400 * time.Millisecond)
+	// A write lasts a twentieth of the stop timeout or less, so that a
+	// loaded machine does not make one last the whole; what is left at
+	// the window's end takes about three stop timeouts to drain.
+	old := stopTimeout.Swap(time.Second)
 	defer stopTimeout.Store(old)
 	for _, tc := range []struct {
 		name  string
 		gzip  bool
 		delay time.Duration // a write of 32 KiB, or a gzip block (many more, smaller)
 	}{
-		{"plain", false, 20 * time.Millisecond},
-		{"gzip", true, 6 * time.Millisecond},
+		{"plain", false, 50 * time.Millisecond},
+		{"gzip", true, 15 * time.Millisecond},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := &slowResponse{ResponseRecorder: httptest.NewRecorder(), delay: tc.delay}
@@ -76,7 +79,7 @@ func TestSlowClientGetsItAll(t *testing.T) {
 			// Megabytes at once, more than the client takes in the
 			// window: what is left at its end takes several stop
 			// timeouts to drain, a write at a time.
-			for range 20000 {
+			for range 16000 {
 				tracer.Span("pad", tracer.String("pad", "padding, padding, padding, padding, padding, padding"))()
 			}
 			<-done

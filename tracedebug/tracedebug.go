@@ -46,7 +46,8 @@
 //     tracer's buffer limit behind (it ends as a file cut by a crash does,
 //     which both viewers load), rather than hold more memory or slow the
 //     program. After the window, the capture waits for its client as
-//     long as it reads, and cuts one that takes nothing for two seconds.
+//     long as it reads, and cuts one that leaves a write (at most 32 KiB)
+//     untaken for two seconds.
 //   - /debug/tracer/recent answers with the window of the flight recorder
 //     given to SetFlightRecorder (gzip=1 compresses it), or says how to set
 //     one up.
