@@ -178,7 +178,7 @@ func runStats(args []string, stdout, stderr io.Writer) error {
 // sorted by total time and tracks by busy time.
 func computeStats(path string, quiet bool) (*Stats, error) {
 	// A track Perfetto nests in ways a stream cannot follow is read
-	// again (see statsPass).
+	// again (see readStats).
 	file, err := reread(path)
 	if err != nil {
 		return nil, err
