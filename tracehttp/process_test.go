@@ -144,7 +144,9 @@ func TestThreeProcessesChild(t *testing.T) {
 	if role == "" {
 		t.Skip("helper process for TestThreeProcesses")
 	}
-	require.NoError(t, tracer.Start(os.Getenv(envFile), tracer.WithProcessName(role)))
+	// The longest flush interval: every span is an X event, whatever the
+	// machine's load (see startTrace).
+	require.NoError(t, tracer.Start(os.Getenv(envFile), tracer.WithProcessName(role), tracer.WithFlushInterval(10*time.Second)))
 	next := os.Getenv(envNext)
 	client := &http.Client{Transport: tracehttp.Transport(nil)}
 	if role == "client" {

@@ -26,7 +26,11 @@ import (
 func startTrace(t *testing.T) (path string, stop func()) {
 	t.Helper()
 	path = filepath.Join(t.TempDir(), "http.json")
-	require.NoError(t, tracer.Start(path))
+	// The longest flush interval, longer than a test: every span is an
+	// X event, whatever the machine's load (a span older than the flush
+	// interval is written as a B event, and what its end carries as its
+	// E's args).
+	require.NoError(t, tracer.Start(path, tracer.WithFlushInterval(10*time.Second)))
 	var once sync.Once
 	stop = func() { once.Do(func() { require.NoError(t, tracer.Stop()) }) }
 	t.Cleanup(stop)
