@@ -436,9 +436,17 @@ func (f *flusher) reportNeverEnded() {
 // takeKeptEnds moves the ends kept aside so far to f.kept, in time order.
 // The flusher calls it after reading a pass's cut: an end kept after that
 // belongs to a goroutine whose later events are all after the cut.
+//
+// An end can be stamped after the cut and kept before this runs (the
+// flusher's thread preempted in between, while a goroutine found the
+// buffers full): its counter reading is past the newest anchor, so fix
+// leaves it for a later pass and it sorts last. Each pass converts such
+// ends again until they are, whether or not new ones were kept: left
+// unconverted, one would wait until another end is kept, which on a sink
+// that recovered never comes, and its span would last to Close.
 func (f *flusher) takeKeptEnds() {
 	n := len(f.kept)
-	if f.kept = f.r.kept.take(f.kept); len(f.kept) == n {
+	if f.kept = f.r.kept.take(f.kept); len(f.kept) == n && (n == 0 || f.kept[n-1].at() != notYet) {
 		return
 	}
 	for i := range f.kept { // those kept in earlier passes too: see timebase.fix

@@ -155,7 +155,10 @@ func TestMillionGoroutines(t *testing.T) {
 func TestGOMAXPROCSChurn(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
 	clk := newTestClock()
-	tr, path := newTestTracer(t, withClock(clk))
+	// Lossless: on a loaded machine the disk can stall a write for half
+	// a second, which would drop events (default mode) and fail "every
+	// event once" for a reason that is not this test's.
+	tr, path := newTestTracer(t, withClock(clk), WithLossless())
 	defer clk.passing()() // passes while Ps come and go
 	const workers, perWorker = 8, 3000
 	var done atomic.Bool
@@ -194,7 +197,7 @@ func TestGOMAXPROCSChurn(t *testing.T) {
 	evs := readClosed(t, path)
 	checkTracks(t, evs)
 	st := tr.Stats()
-	require.Zero(t, st.Dropped, "the workers pace themselves")
+	require.Zero(t, st.Dropped, "lossless")
 	for _, name := range []string{"outer", "mark", "inner"} {
 		ids := map[int]int{}
 		for _, e := range evs {
