@@ -68,9 +68,13 @@ func serveTrace(w http.ResponseWriter, r *http.Request) {
 	}
 	// The end ends the spans still open at the window's end and the
 	// trace. A client that stopped reading makes it give up once a write
-	// has been under way for the stop timeout; that write is then cut,
-	// so that nothing writes to w once the handler returns.
-	if err := end(); err != nil {
+	// has been under way for the stop timeout, and so does the program's
+	// tracer's own stop timeout (its sink stalled): the write under way is
+	// then cut, so that nothing writes to w once the handler returns. A
+	// tee that fell behind its client (or whose write failed) has stopped
+	// writing: what s sent stands, and shut ends the gzip member, so the
+	// client gets a trace cut as by a crash, which both viewers load.
+	if err := end(); errors.Is(err, errClientStopped) || errors.Is(err, tracer.ErrTimeout) {
 		_ = s.rc.SetWriteDeadline(time.Now())
 	}
 	s.shut()
@@ -123,6 +127,10 @@ func record(s *stream) (end func() error, err error) {
 	}
 }
 
+// errClientStopped is stopTee's error for a client that left a write
+// untaken for the stop timeout.
+var errClientStopped = errors.New("tracedebug: the client stopped reading")
+
 // stopTee ends the capture te, which writes to s, waiting for its client
 // as long as it takes what s sends: once a write to the response has been
 // under way for stopTimeout, the caller cuts it, which ends the tee. A
@@ -140,7 +148,7 @@ func stopTee(te *tracer.Tee, s *stream) error {
 			return err
 		case <-tick.C:
 			if s.blockedFor() >= limit {
-				return errors.New("tracedebug: the client stopped reading")
+				return errClientStopped
 			}
 		}
 	}

@@ -3,10 +3,12 @@ package tracedebug
 import (
 	"bytes"
 	"compress/gzip"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -104,4 +106,55 @@ func gunzip(b []byte) ([]byte, error) {
 		return nil, err
 	}
 	return io.ReadAll(zr)
+}
+
+// TestClientFallenBehindGetsALoadableTrace: a client that reads, but
+// slower than the program records, falls the tracer's buffer limit behind;
+// the capture stops there and the client gets what came before, ended as
+// a file cut by a crash, which both viewers load: with gzip=1 the member
+// is ended too. Its connection is not cut, as a client that stopped
+// reading is.
+func TestClientFallenBehindGetsALoadableTrace(t *testing.T) {
+	dir := t.TempDir()
+	var paths []string // the captures, loaded at once: the importers take seconds to start
+	for _, gz := range []bool{false, true} {
+		t.Run(fmt.Sprintf("gzip=%v", gz), func(t *testing.T) {
+			// The program's own tracer, whose buffer limit bounds the
+			// capture's lag.
+			tr, err := tracer.NewWithWriter(io.Discard, tracer.WithBufferLimit(256<<10), tracer.WithStopTimeout(0))
+			require.NoError(t, err)
+			require.NoError(t, tracer.SetDefault(tr))
+			defer tracer.Stop()
+
+			w := &slowResponse{ResponseRecorder: httptest.NewRecorder(), delay: time.Millisecond}
+			url := "/debug/tracer/trace?seconds=0.3"
+			if gz {
+				url += "&gzip=1"
+			}
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				serveTrace(w, httptest.NewRequest(http.MethodGet, url, nil))
+			}()
+			require.Eventually(t, capturing.Load, 20*time.Second, time.Millisecond, "the capture starts")
+			// Megabytes, recorded far faster than a write a millisecond takes them.
+			for range 20000 {
+				tracer.Span("pad", tracer.String("pad", "padding, padding, padding, padding, padding, padding"))()
+			}
+			<-done
+			assert.False(t, w.cut, "the client read: its connection was not cut")
+			body := w.Body.Bytes()
+			if gz {
+				body, err = gunzip(body)
+				require.NoError(t, err, "the gzip member ends")
+			}
+			assert.False(t, bytes.HasSuffix(bytes.TrimSpace(body), []byte("]")), "the capture was cut: it fell behind")
+			evs := tracecheck.ReadBytes(t, body) // cut on an event's end
+			assert.NotEmpty(t, tracecheck.Named(evs, "pad"))
+			path := filepath.Join(dir, fmt.Sprintf("capture-gzip=%v.json", gz))
+			require.NoError(t, os.WriteFile(path, body, 0o644))
+			paths = append(paths, path)
+		})
+	}
+	tracecheck.Import(t, paths...) // both viewers load them
 }

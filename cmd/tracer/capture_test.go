@@ -24,16 +24,24 @@ func TestCommandsOnACapture(t *testing.T) {
 	defer srv.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	wg.Go(func() { // the program, recording whether or not a capture runs
+	wg.Go(func() { // the program: a burst of requests in each capture
 		for ctx.Err() == nil {
 			if !tracer.Enabled() {
 				time.Sleep(time.Millisecond)
 				continue
 			}
-			func() {
-				defer tracer.Span("handle")()
-				tracer.Span("query")()
-			}()
+			// A bounded burst: a loop recording flat out outruns the
+			// client and gzip, and the capture then stops as a cut file
+			// (tracedebug's TestClientFallenBehindGetsALoadableTrace).
+			for range 2000 {
+				func() {
+					defer tracer.Span("handle")()
+					tracer.Span("query")()
+				}()
+			}
+			for tracer.Enabled() && ctx.Err() == nil {
+				time.Sleep(time.Millisecond)
+			}
 		}
 	})
 	defer func() { cancel(); wg.Wait() }()
