@@ -32,6 +32,24 @@ var (
 // tests whose point is what the importers make of a file load it always.
 func heavyRun() bool { return os.Getenv("TRACER_HEAVY") != "" }
 
+// The comparisons with trace_processor over many random traces or a whole
+// corpus start one trace_processor a file, some 30 ms of CPU each and
+// hundreds a run. A heavy run makes them all; the quick run (the README's
+// test command) a part of each, the same part every run: quickOr picks a
+// count, sampled the items.
+
+// quickOr returns quick in a quick run, heavy in a heavy one.
+func quickOr[T any](quick, heavy T) T {
+	if heavyRun() {
+		return heavy
+	}
+	return quick
+}
+
+// sampled reports whether the i-th item of a corpus comparison runs:
+// every one in a heavy run, every other one in a quick run.
+func sampled(i int) bool { return heavyRun() || i%2 == 0 }
+
 // writeFile writes a hand-made file in dir and returns its path.
 func writeFile(t testing.TB, dir, name, content string) string {
 	t.Helper()
