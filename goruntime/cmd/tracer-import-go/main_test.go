@@ -32,7 +32,9 @@ func header(t *testing.T, path string) map[string]any {
 func TestImportGo(t *testing.T) {
 	dir := t.TempDir()
 	spans := filepath.Join(dir, "spans.json")
-	tr, err := tracer.New(spans)
+	// A long flush interval keeps the span one X event, however long a
+	// loaded machine makes it last.
+	tr, err := tracer.New(spans, tracer.WithFlushInterval(10*time.Second))
 	require.NoError(t, err)
 	exec := filepath.Join(dir, "trace.out")
 	f, err := os.Create(exec)
@@ -104,7 +106,9 @@ func TestMergeWithSpans(t *testing.T) {
 	}
 	dir := t.TempDir()
 	spans, rt, all := filepath.Join(dir, "spans.json"), filepath.Join(dir, "rt.json"), filepath.Join(dir, "all.json")
-	tr, err := tracer.New(spans)
+	// A long flush interval keeps the span one X event, however long a
+	// loaded machine makes it last.
+	tr, err := tracer.New(spans, tracer.WithFlushInterval(10*time.Second))
 	require.NoError(t, err)
 	exec := filepath.Join(dir, "trace.out")
 	f, err := os.Create(exec)
