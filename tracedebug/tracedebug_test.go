@@ -359,6 +359,9 @@ func TestOneCaptureAtATime(t *testing.T) {
 // bounded wait, whatever the program's stop timeout, and nothing of it
 // is left running.
 func TestStalledClient(t *testing.T) {
+	// The client never reads: a short stop timeout cuts it as surely.
+	old := tracedebug.StopTimeout.Swap(250 * time.Millisecond)
+	defer tracedebug.StopTimeout.Store(old)
 	for _, tee := range []bool{false, true} {
 		t.Run(fmt.Sprintf("tee=%v", tee), func(t *testing.T) {
 			srv := debugServer(t)
@@ -377,7 +380,9 @@ func TestStalledClient(t *testing.T) {
 			_, err = io.WriteString(conn, "GET /debug/tracer/trace?seconds=0.5 HTTP/1.1\r\nHost: x\r\n\r\n")
 			require.NoError(t, err)
 			require.Eventually(t, func() bool { return capturing(t, srv) }, 20*time.Second, time.Millisecond, "the capture starts")
-			// Megabytes of events, more than the sockets hold, that nobody reads.
+			// Megabytes of events, more than the sockets hold, that
+			// nobody reads: recorded through the capture's window (half
+			// a second), and no longer, as nothing after it is captured.
 			var stop atomic.Bool
 			var wg sync.WaitGroup
 			for range 2 {
@@ -387,10 +392,14 @@ func TestStalledClient(t *testing.T) {
 					}
 				})
 			}
-			require.Eventually(t, func() bool { return !capturing(t, srv) }, 20*time.Second, time.Millisecond,
-				"the capture ended, however its client behaves")
+			window := time.NewTimer(600 * time.Millisecond)
+			for capturing(t, srv) && len(window.C) == 0 {
+				time.Sleep(time.Millisecond)
+			}
 			stop.Store(true)
 			wg.Wait()
+			require.Eventually(t, func() bool { return !capturing(t, srv) }, 20*time.Second, time.Millisecond,
+				"the capture ended, however its client behaves")
 
 			code, body, _ := get(t, context.Background(), srv.URL+"/debug/tracer/trace?seconds=0.1")
 			require.Equal(t, http.StatusOK, code, "%s", body)

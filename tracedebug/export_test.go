@@ -1,0 +1,4 @@
+package tracedebug
+
+// StopTimeout is stopTimeout, for the package's external tests.
+var StopTimeout = stopTimeout
