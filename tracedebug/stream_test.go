@@ -20,16 +20,21 @@ import (
 )
 
 // slowResponse is a response whose client reads slowly: each Write waits
-// for delay first; after a write deadline, writes fail.
+// for gate to be closed, if it is not nil, and then for delay; after a
+// write deadline, writes fail.
 type slowResponse struct {
 	*httptest.ResponseRecorder
 	delay time.Duration
+	gate  chan struct{}
 
 	mu  sync.Mutex
 	cut bool
 }
 
 func (w *slowResponse) Write(p []byte) (int, error) {
+	if w.gate != nil {
+		<-w.gate
+	}
 	time.Sleep(w.delay)
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -126,8 +131,11 @@ func TestClientFallenBehindGetsALoadableTrace(t *testing.T) {
 			require.NoError(t, tracer.SetDefault(tr))
 			defer tracer.Stop()
 
-			w := &slowResponse{ResponseRecorder: httptest.NewRecorder(), delay: time.Millisecond}
-			url := "/debug/tracer/trace?seconds=0.3"
+			// The client takes nothing until the program has recorded
+			// megabytes, far past the limit however slow the machine,
+			// and then a write a millisecond.
+			w := &slowResponse{ResponseRecorder: httptest.NewRecorder(), delay: time.Millisecond, gate: make(chan struct{})}
+			url := "/debug/tracer/trace?seconds=1"
 			if gz {
 				url += "&gzip=1"
 			}
@@ -137,10 +145,10 @@ func TestClientFallenBehindGetsALoadableTrace(t *testing.T) {
 				serveTrace(w, httptest.NewRequest(http.MethodGet, url, nil))
 			}()
 			require.Eventually(t, capturing.Load, 20*time.Second, time.Millisecond, "the capture starts")
-			// Megabytes, recorded far faster than a write a millisecond takes them.
 			for range 20000 {
 				tracer.Span("pad", tracer.String("pad", "padding, padding, padding, padding, padding, padding"))()
 			}
+			close(w.gate)
 			<-done
 			assert.False(t, w.cut, "the client read: its connection was not cut")
 			body := w.Body.Bytes()
