@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/gotracer/tracer"
 	"github.com/gotracer/tracer/internal/tracecheck"
@@ -24,7 +25,9 @@ import (
 // status and ids win, and each attribute is kept under a name of its own.
 func TestReservedAttributeNames(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "otel.json")
-	tr, err := tracer.New(path)
+	// A long flush interval keeps the span one X event, however long a
+	// loaded machine makes it last.
+	tr, err := tracer.New(path, tracer.WithFlushInterval(10*time.Second))
 	require.NoError(t, err)
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(traceotel.NewSpanProcessor(traceotel.WithTracer(tr))))
 	reserved := []string{"kind", "trace_id", "span_id", "parent_span_id", "status", "status_description"}
