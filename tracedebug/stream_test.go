@@ -21,11 +21,14 @@ import (
 
 // slowResponse is a response whose client reads slowly: each Write waits
 // for gate to be closed, if it is not nil, and then for delay; after a
-// write deadline, writes fail.
+// write deadline, writes fail. With gate set, the first Write closes
+// writing first.
 type slowResponse struct {
 	*httptest.ResponseRecorder
-	delay time.Duration
-	gate  chan struct{}
+	delay   time.Duration
+	gate    chan struct{}
+	writing chan struct{}
+	once    sync.Once
 
 	mu  sync.Mutex
 	cut bool
@@ -33,6 +36,7 @@ type slowResponse struct {
 
 func (w *slowResponse) Write(p []byte) (int, error) {
 	if w.gate != nil {
+		w.once.Do(func() { close(w.writing) })
 		<-w.gate
 	}
 	time.Sleep(w.delay)
@@ -134,7 +138,8 @@ func TestClientFallenBehindGetsALoadableTrace(t *testing.T) {
 			// The client takes nothing until the program has recorded
 			// megabytes, far past the limit however slow the machine,
 			// and then a write a millisecond.
-			w := &slowResponse{ResponseRecorder: httptest.NewRecorder(), delay: time.Millisecond, gate: make(chan struct{})}
+			w := &slowResponse{ResponseRecorder: httptest.NewRecorder(), delay: time.Millisecond,
+				gate: make(chan struct{}), writing: make(chan struct{})}
 			url := "/debug/tracer/trace?seconds=1"
 			if gz {
 				url += "&gzip=1"
@@ -144,7 +149,15 @@ func TestClientFallenBehindGetsALoadableTrace(t *testing.T) {
 				defer close(done)
 				serveTrace(w, httptest.NewRequest(http.MethodGet, url, nil))
 			}()
-			require.Eventually(t, capturing.Load, 20*time.Second, time.Millisecond, "the capture starts")
+			// The first write, the trace's head, comes once the tee is
+			// attached: what is recorded from then on is in the window.
+			// (capturing is set before the tee is: spans recorded in
+			// between, all of them on a loaded machine, are not.)
+			select {
+			case <-w.writing:
+			case <-time.After(20 * time.Second):
+				t.Fatal("the capture did not start")
+			}
 			for range 20000 {
 				tracer.Span("pad", tracer.String("pad", "padding, padding, padding, padding, padding, padding"))()
 			}
