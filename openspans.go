@@ -440,9 +440,9 @@ func (f *flusher) reportNeverEnded() {
 // An end can be stamped after the cut and kept before this runs (the
 // flusher's thread preempted in between, while a goroutine found the
 // buffers full): its counter reading is past the newest anchor, so fix
-// leaves it for a later pass and it sorts last. Each pass converts such
-// ends again until they are, whether or not new ones were kept: left
-// unconverted, one would wait until another end is kept, which on a sink
+// leaves it for a later pass and it sorts last. Each pass tries such ends
+// again until they convert, whether or not new ones were kept: left as
+// they are, one would wait for another end to be kept, which on a sink
 // that recovered never comes, and its span would last to Close.
 func (f *flusher) takeKeptEnds() {
 	n := len(f.kept)
