@@ -89,11 +89,12 @@ func TestCrashMatrixChild(t *testing.T) {
 		t.Skip("helper process for TestCrashMatrix")
 	}
 	name, path, _ := strings.Cut(spec, ":")
-	// No stop timeout: the flushes wait as long as the machine takes
-	// (a loaded one with the race detector took over the default 5 s),
-	// and the test kills the child at random moments anyway.
+	// A minute's stop timeout: a loaded machine with the race detector
+	// took a flush over the default 5 s, and the test kills the child at
+	// random moments anyway; a sink that hangs still ends in an error
+	// rather than a child that never reports.
 	tr, err := crashFormatNamed(name).open(path,
-		WithFlushInterval(5*time.Millisecond), WithStopTimeout(0))
+		WithFlushInterval(5*time.Millisecond), WithStopTimeout(time.Minute))
 	require.NoError(t, err)
 	payload := strings.Repeat("0123456789abcdef", 64)
 	var ended [matrixWorkers]atomic.Int64

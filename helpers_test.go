@@ -245,10 +245,13 @@ func ageAll(tr *Tracer) {
 // it on every run; the README's test command leaves them out.
 const heavyEnv = "TRACER_HEAVY"
 
+// heavyRun reports whether heavyEnv is set: a heavy run.
+func heavyRun() bool { return os.Getenv(heavyEnv) != "" }
+
 // heavy skips a heavy test unless heavyEnv is set.
 func heavy(t testing.TB) {
 	t.Helper()
-	if os.Getenv(heavyEnv) == "" {
+	if !heavyRun() {
 		t.Skipf("a heavy test: %s=1 runs it, as .ci/run does", heavyEnv)
 	}
 }
@@ -261,7 +264,7 @@ func heavy(t testing.TB) {
 // takes seconds (catapult's starts Chromium).
 func importInHeavyRun(t testing.TB, paths ...string) (perfetto, catapult []tracecheck.Report) {
 	t.Helper()
-	if os.Getenv(heavyEnv) == "" {
+	if !heavyRun() {
 		return nil, nil
 	}
 	return tracecheck.Import(t, paths...)

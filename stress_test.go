@@ -227,7 +227,7 @@ func TestStartStopCycles(t *testing.T) {
 	require.NoError(t, Stop())
 	goroutines, fds := runtime.NumGoroutine(), openFDs(t)
 	cycles := 250
-	if os.Getenv(heavyEnv) != "" {
+	if heavyRun() {
 		cycles = 1000
 	}
 	for i := range cycles {

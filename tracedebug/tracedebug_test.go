@@ -392,8 +392,7 @@ func TestStalledClient(t *testing.T) {
 					}
 				})
 			}
-			window := time.NewTimer(600 * time.Millisecond)
-			for capturing(t, srv) && len(window.C) == 0 {
+			for end := time.Now().Add(600 * time.Millisecond); capturing(t, srv) && time.Now().Before(end); {
 				time.Sleep(time.Millisecond)
 			}
 			stop.Store(true)
