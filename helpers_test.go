@@ -243,10 +243,10 @@ func ageAll(tr *Tracer) {
 // heavyEnv names the environment variable that runs the heavy tests:
 // the crash matrix and a million goroutines or open spans. .ci/run sets
 // it on every run; the README's test command leaves them out.
-const heavyEnv = "TRACER_HEAVY"
+const heavyEnv = tracecheck.HeavyEnv
 
 // heavyRun reports whether heavyEnv is set: a heavy run.
-func heavyRun() bool { return os.Getenv(heavyEnv) != "" }
+func heavyRun() bool { return tracecheck.Heavy() }
 
 // heavy skips a heavy test unless heavyEnv is set.
 func heavy(t testing.TB) {

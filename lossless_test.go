@@ -1,8 +1,11 @@
 package tracer
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -264,14 +267,21 @@ func poolChunks(tr *Tracer) int {
 	return tr.pool.count
 }
 
-// countSpans counts the spans named name in a closed trace: X events, and
-// B events (a span open at a flush).
+// countSpans counts the spans named name, a plain JSON string, in a
+// closed trace: X events, and B events (a span open at a flush). The
+// file must be strict JSON; the events are counted by the head the
+// encoder starts each with (`{"name":NAME,"ph":"X"`), which no string
+// inside an event can hold unescaped. It takes a fifth of readClosed's
+// time on the hundreds of thousands of spans the tests here write.
 func countSpans(t *testing.T, path, name string) int {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.True(t, json.Valid(data), "a closed trace must be strict JSON")
+	require.Regexp(t, `^[A-Za-z0-9_.]+$`, name, "a name written as it is")
 	n := 0
-	for _, e := range readClosed(t, path) {
-		if e.Name == name && (e.Ph == "X" || e.Ph == "B") {
-			n++
-		}
+	for _, ph := range []string{"X", "B"} {
+		n += bytes.Count(data, []byte(`{"name":"`+name+`","ph":"`+ph+`"`))
 	}
 	return n
 }
@@ -377,5 +387,11 @@ func TestNoSpanLeftOpen(t *testing.T) {
 			require.LessOrEqual(t, tracecheck.Nanos(ivs[i-1].End), tracecheck.Nanos(ivs[i].Start), "goroutine %d: spans never nest here", tid)
 		}
 	}
-	assert.Equal(t, spans[0]+spans[1], countSpans(t, path, "work"))
+	n := 0
+	for _, e := range evs {
+		if e.Name == "work" && (e.Ph == "X" || e.Ph == "B") {
+			n++
+		}
+	}
+	assert.Equal(t, spans[0]+spans[1], n)
 }

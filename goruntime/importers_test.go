@@ -28,7 +28,7 @@ func TestImporters(t *testing.T) {
 	converted, _, err := convertFile(t, data, ConvertConfig{})
 	require.NoError(t, err)
 
-	perfetto, _ := tracecheck.Import(t, full, live, killed, converted)
+	perfetto, _ := tracecheck.ImportQuick(t, full, live, killed, converted)
 	for i, rep := range perfetto {
 		tracks, _ := rep["slice_tracks"].([]any)
 		seen := map[float64]bool{}

@@ -177,5 +177,5 @@ func TestClientFallenBehindGetsALoadableTrace(t *testing.T) {
 			paths = append(paths, path)
 		})
 	}
-	tracecheck.Import(t, paths...) // both viewers load them
+	tracecheck.ImportQuick(t, paths...) // both viewers load them
 }

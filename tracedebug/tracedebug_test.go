@@ -244,7 +244,7 @@ func TestCaptureOfAServerUnderLoad(t *testing.T) {
 			idle(t, srv)
 		})
 	}
-	tracecheck.Import(t, paths...)
+	tracecheck.ImportQuick(t, paths...)
 }
 
 // TestCaptureIsItsWindow: a capture is its window, as tracer cut cuts

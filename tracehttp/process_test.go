@@ -135,7 +135,7 @@ func TestThreeProcesses(t *testing.T) {
 		}
 		assert.Len(t, calls, requestsSent, name)
 	}
-	tracecheck.Import(t, file("client"), file("a"), file("b"))
+	tracecheck.ImportQuick(t, file("client"), file("a"), file("b"))
 }
 
 // TestThreeProcessesChild is one process of TestThreeProcesses.

@@ -183,11 +183,14 @@ func TestServerAndClient(t *testing.T) {
 		assert.Contains(t, []string{"GET /items/{id}", "POST /items", "GET /stream/", "HTTP GET"}, span.Name)
 	}
 
-	// Both viewers draw the eleven arrows and a slice per request.
-	perfetto, catapult := tracecheck.Import(t, path)
+	// Both viewers draw the eleven arrows and a slice per request
+	// (catapult's importer in a heavy run only: see ImportQuick).
+	perfetto, catapult := tracecheck.ImportQuick(t, path)
 	assert.Equal(t, 11.0, perfetto[0].Totals()["flows"])
-	assert.Equal(t, 11.0, catapult[0].Totals()["flows"])
-	assert.Equal(t, 12.0+11, catapult[0].Totals()["asyncSlices"], "12 server and 11 client requests")
+	if catapult != nil {
+		assert.Equal(t, 11.0, catapult[0].Totals()["flows"])
+		assert.Equal(t, 12.0+11, catapult[0].Totals()["asyncSlices"], "12 server and 11 client requests")
+	}
 }
 
 func slicesOf[T any](v T, n int, more ...T) []T {

@@ -195,10 +195,15 @@ func TestSpansMatchTheRecorder(t *testing.T) {
 	}
 
 	// Both importers see the same: the flows from the server span to
-	// each query and to where the job began, and the two async slices.
-	perfetto, catapult := tracecheck.Import(t, path)
+	// each query and to where the job began, and the two async slices
+	// (catapult's importer in a heavy run only: see ImportQuick).
+	perfetto, catapult := tracecheck.ImportQuick(t, path)
 	want := []string{"GET /users -> SELECT users", "GET /users -> SELECT users", "GET /users -> SELECT users", "GET /users -> enqueue"}
-	for _, r := range []tracecheck.Report{perfetto[0], catapult[0]} {
+	reports := []tracecheck.Report{perfetto[0]}
+	if catapult != nil {
+		reports = append(reports, catapult[0])
+	}
+	for _, r := range reports {
 		assert.Equal(t, 4.0, r.Totals()["flows"], r["importer"])
 		var got []string
 		for _, f := range r["flows"].([]any) {
@@ -208,7 +213,9 @@ func TestSpansMatchTheRecorder(t *testing.T) {
 		}
 		assert.ElementsMatch(t, want, got, r["importer"])
 	}
-	assert.Equal(t, 2.0, catapult[0].Totals()["asyncSlices"])
+	if catapult != nil {
+		assert.Equal(t, 2.0, catapult[0].Totals()["asyncSlices"])
+	}
 }
 
 // trimZeros drops the leading zeros of a hex span id, as id2.local is

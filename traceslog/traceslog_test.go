@@ -115,7 +115,7 @@ func TestHandlerRecordsInstants(t *testing.T) {
 		}
 	}
 
-	tracecheck.Import(t, path)
+	tracecheck.ImportQuick(t, path)
 }
 
 // nop is a handler that is enabled from Info and does nothing, so that

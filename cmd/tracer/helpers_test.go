@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gotracer/tracer/cmd/tracer/internal/tracegen"
+	"github.com/gotracer/tracer/internal/tracecheck"
 )
 
 // runCmd runs the command line args and returns its exit status, standard
@@ -26,11 +27,12 @@ var (
 	generate = tracegen.Generate
 )
 
-// heavyRun reports whether TRACER_HEAVY is set, as .ci/run sets it. The
+// heavyRun reports whether this is a heavy run (tracecheck.Heavy), as
+// .ci/run makes every run. The
 // tests whose files are checked strictly here anyway load them in both
 // importers then only, so that the quick run starts fewer browsers; the
 // tests whose point is what the importers make of a file load it always.
-func heavyRun() bool { return os.Getenv("TRACER_HEAVY") != "" }
+func heavyRun() bool { return tracecheck.Heavy() }
 
 // The comparisons with trace_processor over many random traces or a whole
 // corpus start one trace_processor a file, some 30 ms of CPU each and

@@ -107,7 +107,7 @@ func TestViewServesTheFile(t *testing.T) {
 
 	served := filepath.Join(dir, "served.json")
 	require.NoError(t, os.WriteFile(served, body, 0o644))
-	perfetto, _ := tracecheck.Import(t, served)
+	perfetto, _ := tracecheck.ImportQuick(t, served)
 	assert.Equal(t, 2.0, perfetto[0].Totals()["thread_slices"])
 }
 

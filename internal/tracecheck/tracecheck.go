@@ -284,17 +284,49 @@ type Report map[string]any
 func Import(t testing.TB, paths ...string) (perfetto, catapult []Report) {
 	t.Helper()
 	perfetto, catapult = Load(t, paths...)
-	for _, reps := range [][]Report{perfetto, catapult} {
-		for i, r := range reps {
-			require.Equal(t, true, r["ok"], "%s %s: %v", r["importer"], paths[i], r["error"])
-			for _, field := range []string{"warnings", "importErrors"} {
-				if v, ok := r[field]; ok {
-					require.Empty(t, v, "%s %s: %s", r["importer"], paths[i], field)
-				}
+	requireClean(t, paths, perfetto)
+	requireClean(t, paths, catapult)
+	return perfetto, catapult
+}
+
+// requireClean fails the test unless every report of reps, one per path,
+// says its file loaded with no import error or warning.
+func requireClean(t testing.TB, paths []string, reps []Report) {
+	t.Helper()
+	for i, r := range reps {
+		require.Equal(t, true, r["ok"], "%s %s: %v", r["importer"], paths[i], r["error"])
+		for _, field := range []string{"warnings", "importErrors"} {
+			if v, ok := r[field]; ok {
+				require.Empty(t, v, "%s %s: %s", r["importer"], paths[i], field)
 			}
 		}
 	}
-	return perfetto, catapult
+}
+
+// HeavyEnv names the environment variable that asks for a heavy run:
+// the heavy tests, and every file of a test loaded in both importers.
+// .ci/run sets it on every run; the README's test command, the quick run,
+// leaves it unset.
+const HeavyEnv = "TRACER_HEAVY"
+
+// Heavy reports whether HeavyEnv is set: a heavy run.
+func Heavy() bool { return os.Getenv(HeavyEnv) != "" }
+
+// ImportQuick is Import in a heavy run (Heavy). In the quick run it loads
+// the files with Perfetto's importer alone, with the same checks, and
+// returns a nil catapult: a run of catapult's importer starts Chromium,
+// about 3 s of CPU whatever the file, where Perfetto's takes a fraction
+// of a second. It suits the tests of the packages that write through the
+// tracer's encoder, whose every kind of event the root package's tests
+// load in both importers in the quick run too.
+func ImportQuick(t testing.TB, paths ...string) (perfetto, catapult []Report) {
+	t.Helper()
+	if Heavy() {
+		return Import(t, paths...)
+	}
+	perfetto = LoadPerfetto(t, paths...)
+	requireClean(t, paths, perfetto)
+	return perfetto, nil
 }
 
 // Load loads the files with both real importers and returns Perfetto's
