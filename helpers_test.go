@@ -31,6 +31,10 @@ func repair(data []byte) []byte {
 	return out
 }
 
+// TestMain runs two parallel tests a core at once: most of them wait, for
+// the importers, a child process or a stalled sink (see tracecheck.Main).
+func TestMain(m *testing.M) { tracecheck.Main(m) }
+
 // readClosed parses a cleanly closed trace as strict JSON, unrepaired: a
 // plain file in the object form that sets the display unit, anything else
 // an array (see objectHead).

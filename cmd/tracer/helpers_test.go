@@ -13,6 +13,11 @@ import (
 	"github.com/gotracer/tracer/internal/tracecheck"
 )
 
+// TestMain runs two parallel tests a core at once: most of them wait for
+// trace_processor, catapult's importer or a child process (see
+// tracecheck.Main).
+func TestMain(m *testing.M) { tracecheck.Main(m) }
+
 // runCmd runs the command line args and returns its exit status, standard
 // output and standard error.
 func runCmd(args ...string) (int, string, string) {
