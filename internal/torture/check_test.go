@@ -224,17 +224,30 @@ func ids(w0 int, c0 class, n0 uint64, w1 int, c1 class, n1 uint64) []int64 {
 
 func TestDurabilityCatchesEventsLostBeforeAKill(t *testing.T) {
 	kill := time.Unix(100, 0).UnixNano()
+	sec := int64(time.Second)
 	for _, tc := range []struct {
-		name string
-		seen uint64
-		fail bool
+		name    string
+		seen    uint64
+		flushes map[flushCall]int64 // the workload's Flush calls
+		fail    bool
 	}{
-		{"everything from before the kill's grace", 8, false},
-		{"one missing", 7, true},
+		{"everything from before the kill's grace", 8, nil, false},
+		{"one missing", 7, nil, true},
+		{"one missing, a Flush took 4s", 7, map[flushCall]int64{{0, kill - 6*sec}: kill - 2*sec}, false},
+		{"one missing, a Flush not done for 4s at the kill", 7, map[flushCall]int64{{0, kill - 4*sec}: 0}, false},
+		{"one missing, a long Flush of another tracer", 7, map[flushCall]int64{{1, kill - 6*sec}: kill - 2*sec}, true},
+		{"one missing, a long Flush begun after the kill", 7, map[flushCall]int64{{0, kill + sec}: kill + 6*sec}, true},
+		{"one missing, Flushes that took 1s", 7, map[flushCall]int64{{0, kill - 5*sec}: kill - 4*sec, {0, kill - sec}: 0}, true},
+		// The 20 spans recorded 10ms before the kill are in the files
+		// if a Flush that began after them returned nil before it.
+		{"the newest missing, a Flush returned nil", 20, map[flushCall]int64{{0, kill - 5*int64(time.Millisecond)}: kill - int64(time.Millisecond)}, false},
+		{"one of the newest missing, a Flush returned nil", 19, map[flushCall]int64{{0, kill - 5*int64(time.Millisecond)}: kill - int64(time.Millisecond)}, true},
+		{"one of the newest missing, a Flush returned after the kill", 19, map[flushCall]int64{{0, kill - 5*int64(time.Millisecond)}: kill + int64(time.Millisecond)}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := testRun(nil)
 			r.pid, r.killedAt = 7, kill
+			r.rep.flushes = tc.flushes
 			// 8 spans recorded 3s before the kill, 12 more 10ms before it.
 			r.rep.marks = []mark{
 				{at: kill - int64(3*time.Second), tracer: 0, worker: 0, counts: [numClasses]uint64{clSpan: 8}},
@@ -251,7 +264,11 @@ func TestDurabilityCatchesEventsLostBeforeAKill(t *testing.T) {
 				return
 			}
 			require.Len(t, r.fails, 1)
-			assert.Contains(t, r.fails[0].detail, "1 of the 8 events")
+			must := "1 of the 8 events"
+			if tc.seen >= 8 { // the newest spans had to be there
+				must = "1 of the 20 events"
+			}
+			assert.Contains(t, r.fails[0].detail, must)
 		})
 	}
 }

@@ -23,6 +23,7 @@ import (
 //	H <unix ns> <stall ns> <name>            heartbeat: the longest a busy goroutine went without progress
 //	M <unix ns> <phase> <live> <started>     live heap bytes and span starts so far
 //	D <unix ns> <tracer> <worker> <n0> ...   a worker's counts per class, all recorded by then
+//	L <start ns> <end ns> <tracer>           a Flush the workload called: at its start (end 0), at its return with nil
 //	F <text>                                 a failure the child saw itself
 //	R <json>                                 the result, once everything is closed
 
@@ -53,6 +54,12 @@ func (r *reporter) event(what string) { r.line('E', "%d %s", now(), what) }
 // fail reports a failure the child saw.
 func (r *reporter) fail(format string, args ...any) {
 	r.line('F', "%s", strings.ReplaceAll(fmt.Sprintf(format, args...), "\n", " "))
+}
+
+// flush reports a Flush of tracer called at start (unix ns): returned nil
+// at end, or not done if end is 0 (running, or given up: ErrTimeout).
+func (r *reporter) flush(tracer int, start, end int64) {
+	r.line('L', "%d %d %d", start, end, tracer)
 }
 
 // mark reports that w recorded everything it counts, now.
@@ -148,6 +155,12 @@ type mark struct {
 	counts [numClasses]uint64
 }
 
+// A flushCall is a Flush the workload called, as L lines name it.
+type flushCall struct {
+	tracer int
+	start  int64
+}
+
 // A sample is one M line.
 type sample struct {
 	at      int64
@@ -165,6 +178,7 @@ type reports struct {
 	stall     time.Duration
 	samples   []sample
 	marks     []mark
+	flushes   map[flushCall]int64 // L: a Flush -> when it returned nil, 0 if it did not
 	fails     []string
 	result    json.RawMessage
 	pruned    int // marks left after the last pruning
@@ -236,6 +250,7 @@ func (rs *reports) parse(line string) {
 				// The marks so far are the untraced run's, which counts
 				// with the same workers: none of it is in the files.
 				rs.marks, rs.pruned = rs.marks[:0], 0
+				clear(rs.flushes)
 			}
 		}
 	case 'H':
@@ -257,11 +272,41 @@ func (rs *reports) parse(line string) {
 				rs.pruneMarks(m.at)
 			}
 		}
+	case 'L':
+		if len(f) == 3 {
+			if rs.flushes == nil {
+				rs.flushes = map[flushCall]int64{}
+			}
+			rs.flushes[flushCall{tracer: int(num(2)), start: num(0)}] = num(1)
+		}
 	case 'F':
 		rs.fails = append(rs.fails, rest)
 	case 'R':
 		rs.result = json.RawMessage(rest)
 	}
+}
+
+// flushed returns what the workload's Flush calls of tracer that began
+// before at say: how long the longest took (the time a flush took in
+// this run, on this machine), counting one not done by at (still
+// running, or given up) as lasting until at; and when the newest began of
+// those that returned nil before at, 0 if none did. Flush writes every
+// event recorded before it began.
+func (rs *reports) flushed(tracer int, at int64) (longest time.Duration, newest int64) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	for c, end := range rs.flushes {
+		if c.tracer != tracer || c.start >= at {
+			continue
+		}
+		if end > 0 && end <= at {
+			newest = max(newest, c.start)
+		} else {
+			end = at
+		}
+		longest = max(longest, time.Duration(end-c.start))
+	}
+	return longest, newest
 }
 
 // event returns when the child reported what, or 0.

@@ -97,7 +97,13 @@ func (e *tenv) loop(ctx context.Context, w *worker, s Shape) {
 		case shapeFlusher:
 			if t != nil {
 				m := e.mark(t)
-				e.call("Flush", t.Flush(), m)
+				start := m.at.UnixNano()
+				e.c.rep.flush(e.idx, start, 0)
+				err := t.Flush()
+				if err == nil {
+					e.c.rep.flush(e.idx, start, now())
+				}
+				e.call("Flush", err, m)
 			}
 		case shapeLong:
 			end := t.LongSpan("phase", w.spanID(clHeld))
