@@ -19,7 +19,9 @@ import (
 // record writes a small trace at path with one span named name.
 func record(t *testing.T, path, name string) {
 	t.Helper()
-	tr, err := tracer.New(path)
+	// A flush interval longer than the test: the span is one X event
+	// however long a loaded machine makes it last.
+	tr, err := tracer.New(path, tracer.WithFlushInterval(10*time.Second))
 	require.NoError(t, err)
 	time.Sleep(time.Millisecond)
 	end := tr.Span(name)
