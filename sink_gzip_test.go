@@ -290,7 +290,16 @@ func TestGzipCrashSIGKILL(t *testing.T) {
 				require.Equal(t, 1, seen[[2]int64{int64(w), seq}], "worker %d job %d (last flushed %d)", w, seq, upTo)
 			}
 		}
-		assert.Len(t, byPhase(evs, "B"), len(last), "the worker lifetimes")
+		// Each worker's lifetime is a B; a job the flusher found open
+		// for longer than an interval (its worker descheduled, on a loaded
+		// machine) may be one too.
+		lifetimes := 0
+		for _, e := range byPhase(evs, "B") {
+			if e.Name == "worker lifetime" {
+				lifetimes++
+			}
+		}
+		assert.Equal(t, len(last), lifetimes, "the worker lifetimes")
 	}
 }
 
