@@ -307,7 +307,7 @@ func TestGzipCrashSIGKILL(t *testing.T) {
 // other and nothing joins them.
 func TestGzipStream(t *testing.T) {
 	var buf bytes.Buffer
-	tr, err := NewWithWriter(&buf, WithGzip(1))
+	tr, err := NewWithWriter(&buf, WithGzip(1), withClock(newTestClock()))
 	require.NoError(t, err)
 	tr.Span("a")()
 	require.NoError(t, tr.Flush())
