@@ -202,7 +202,10 @@ type openSpanCost struct {
 // all in the flusher's table; old, their B events are written.
 func openSpanMemory(t testing.TB, n int, old bool) openSpanCost {
 	clk := newTestClock()
-	tr, _ := newTestTracer(t, withClock(clk))
+	// Writing a million B events at the Flush below takes seconds on a
+	// loaded machine, past the default 5 s stop timeout: a minute is
+	// still a bound.
+	tr, _ := newTestTracer(t, withClock(clk), WithStopTimeout(time.Minute))
 	before := heapInUse()
 	done := make(chan struct{})
 	for range n {

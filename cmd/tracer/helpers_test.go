@@ -33,10 +33,10 @@ var (
 )
 
 // heavyRun reports whether this is a heavy run (tracecheck.Heavy), as
-// .ci/run makes every run. The
-// tests whose files are checked strictly here anyway load them in both
-// importers then only, so that the quick run starts fewer browsers; the
-// tests whose point is what the importers make of a file load it always.
+// .ci/run makes every run. The tests whose files are checked strictly
+// here anyway load them in both importers then only, so that the quick
+// run starts fewer browsers; the tests whose point is what the importers
+// make of a file load it always.
 func heavyRun() bool { return tracecheck.Heavy() }
 
 // The comparisons with trace_processor over many random traces or a whole
