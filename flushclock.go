@@ -7,15 +7,18 @@ import (
 
 // The flusher's clock.
 //
-// Three decisions follow time: the flusher passes every flush interval;
+// Four decisions follow time: the flusher passes every flush interval;
 // it writes as a B event every span still open that started more than a
 // flush interval before the pass (so that a trace cut by a kill shows
-// what was running); and a flight recorder pushes out what it wrote more
-// than MaxAge ago. They come from a flushClock, as zap's entries take
-// their time from a zapcore.Clock: the real one, or a test's, which
-// passes only when told, tells which spans are old and how late it is,
-// so that a test says "every span open now is old", "pass now" or "a
-// minute later" instead of sleeping and hoping the machine kept up.
+// what was running); a flight recorder pushes out what it wrote more
+// than MaxAge ago; and the writer judges its sink stalled when a write
+// has not returned for stallAfter, after which events that find the
+// buffers full are dropped (progress.go). They come from a flushClock, as
+// zap's entries take their time from a zapcore.Clock: the real one, or a
+// test's, which passes only when told, tells which spans are old, how
+// late it is and whether the sink stalled, so that a test says "every
+// span open now is old", "pass now", "a minute later" or "the write under
+// way has stalled" instead of sleeping and hoping the machine kept up.
 
 // A flushClock is where the flusher takes its time from.
 type flushClock interface {
@@ -31,6 +34,9 @@ type flushClock interface {
 	// now returns the nanotime a flight recorder's window takes for now:
 	// what it wrote more than MaxAge before is pushed out.
 	now() int64
+
+	// The writer times its writes on it, to judge the sink stalled.
+	stallClock
 }
 
 // realClock is the flushClock of every tracer but a test's.
@@ -44,6 +50,8 @@ func (realClock) ticks(interval time.Duration) (<-chan time.Time, func()) {
 func (realClock) oldBefore(cut int64, interval time.Duration) int64 { return cut - int64(interval) }
 
 func (realClock) now() int64 { return nanotime() }
+
+func (realClock) writeTime() int64 { return nanotime() }
 
 // never is the oldBefore of a clock for which no span is old.
 const never = math.MinInt64

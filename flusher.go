@@ -87,7 +87,7 @@ func (f *flusher) prepare(r *recorder, o *options, s sink) (base int64) {
 	}
 	f.enc = newEncoder(processID, base)
 	f.enc.drawOn(f.fileNames(), f.shared)
-	f.out.prepare(s, o.onError, &r.progress, &r.own.writing)
+	f.out.prepare(s, o.onError, &r.progress, &r.own.writing, o.clock)
 	return base
 }
 

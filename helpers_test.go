@@ -179,20 +179,32 @@ func allocsPerRun(runs int, f func()) float64 {
 
 // A testClock is a flushClock a test drives (see flushclock.go): the
 // flusher passes when the test calls Flush, when a P fills chunks, or
-// when the test ticks; and no span still open is old enough to be
-// written as a B event until the test says so (ageAll). newTestTracer
-// gives every tracer one, unless the test gives its own clock.
+// when the test ticks; no span still open is old enough to be written as
+// a B event until the test says so (ageAll); and no write stalls until
+// the test says so (stallWrites), however long the machine takes to run
+// the writer. newTestTracer gives every tracer one, unless the test gives
+// its own clock.
 type testClock struct {
-	tick chan time.Time
-	old  atomic.Int64 // the nanotime before which an open span is old
-	skew atomic.Int64 // how far ahead of nanotime the clock is: see advance
+	tick   chan time.Time
+	old    atomic.Int64 // the nanotime before which an open span is old
+	skew   atomic.Int64 // how far ahead of nanotime the clock is: see advance
+	writes atomic.Int64 // the time writes are timed on: see stallWrites
 }
 
 func newTestClock() *testClock {
 	c := &testClock{tick: make(chan time.Time)}
 	c.old.Store(never)
+	c.writes.Store(1) // never 0, which the writer takes for no write under way
 	return c
 }
+
+func (c *testClock) writeTime() int64 { return c.writes.Load() }
+
+// stallWrites makes every write under way now, or the next one if none
+// is, take an hour: the sink counts as stalled until that write returns,
+// and, outside lossless mode, events that find the buffers full are
+// dropped.
+func (c *testClock) stallWrites() { c.writes.Add(int64(time.Hour)) }
 
 func (c *testClock) ticks(time.Duration) (<-chan time.Time, func()) { return c.tick, func() {} }
 

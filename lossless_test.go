@@ -185,13 +185,9 @@ func TestBuffersStopAtTheSoftMark(t *testing.T) {
 	}
 	for _, goroutines := range []int{1, 8} {
 		t.Run(fmt.Sprintf("goroutines=%d", goroutines), func(t *testing.T) {
-			if raceEnabled && goroutines > 1 {
-				// Slowed tenfold and one of ten goroutines on two Ps, the
-				// writer now and then waits for a P after a write for
-				// over slowWrite, which counts as behind (seen: 75 chunks).
-				t.Skip("the race detector starves the writer")
-			}
-			// A long interval: no trim gives memory back while it runs.
+			// On the test's clock no write counts as behind, however long
+			// a starved writer waits for a P after one (the race detector
+			// on a loaded machine: over slowWrite).
 			tr, err := NewWithWriter(io.Discard, withClock(newTestClock()))
 			require.NoError(t, err)
 			peak := 0
@@ -223,17 +219,20 @@ func TestBuffersStopAtTheSoftMark(t *testing.T) {
 }
 
 // TestBuffersGrowPastTheSoftMarkForASlowSink: once a write has taken over
-// slowWrite, the buffers grow past the soft mark, towards the limit, and
-// every span reaches the file when the sink recovers.
+// slowWrite (on the test's clock: as soon as it is held), the buffers grow
+// past the soft mark, towards the limit, and every span reaches the file
+// when the sink recovers.
 func TestBuffersGrowPastTheSoftMarkForASlowSink(t *testing.T) {
 	t.Parallel()
 	s, path := newGateSink(t)
-	tr := newTracerOn(t, s, WithLossless(), withClock(newTestClock()))
+	clk := newTestClock()
+	tr := newTracerOn(t, s, WithLossless(), withClock(clk))
 	spans := 400_000 // 24 MiB of records
 	if testing.Short() || raceEnabled {
 		spans = 160_000 // 10 MiB
 	}
 	s.stall()
+	go stallOnceHeld(s, clk) // the held write has taken over slowWrite
 	released := false
 	defer func() {
 		if !released { // failed with the write held: let the goroutines end

@@ -16,6 +16,17 @@ import (
 // and that is a disk keeping up slowly, not a stalled one.
 const stallAfter = 500 * time.Millisecond
 
+// A stallClock times the writes by which the writer judges its sink
+// behind (slowWrite) or stalled (stallAfter): nanotime, or a test's clock
+// (see flushclock.go), on which a write takes no time until the test says
+// the sink stalled, so that a machine too loaded to run the writer for
+// half a second does not make a test's tracer drop events.
+type stallClock interface {
+	// writeTime returns the time now on the clock writes are timed on,
+	// in nanoseconds, never 0.
+	writeTime() int64
+}
+
 // A progressSignal wakes the goroutines waiting for room in the buffers
 // when the writer or the flusher frees some.
 type progressSignal struct {

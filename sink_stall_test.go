@@ -66,6 +66,65 @@ func (s *gateSink) release() {
 	s.mu.Unlock()
 }
 
+// stallOnceHeld tells clk that the sink stalled once a write is held at
+// s's gate: the writer judges it stalled at once, where the real clock
+// would take stallAfter.
+func stallOnceHeld(s *gateSink, clk *testClock) {
+	for s.waiting.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	clk.stallWrites()
+}
+
+// TestStallIsTheClocksCall holds a write at the gate for twice stallAfter
+// while a loop floods a tracer whose buffers hold a few chunks: on a test
+// clock the sink is not stalled until the test says so, however long the
+// write takes (a loaded machine may not run the writer for that long), so
+// recording waits and drops nothing; once the test says the write has
+// stalled, the events that find the buffers full are dropped.
+func TestStallIsTheClocksCall(t *testing.T) {
+	t.Parallel()
+	s, path := newGateSink(t)
+	clk := newTestClock()
+	tr := newTracerOn(t, s, WithBufferLimit(chunkBytes), withClock(clk))
+	s.stall()
+	var recorded atomic.Int64
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			tr.Instant("flood")
+			recorded.Add(1)
+		}
+	}()
+	for s.waiting.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(2 * stallAfter) // real time: the write is slow, not stalled
+	assert.Zero(t, tr.Stats().Dropped, "the real clock would call the write stalled; the test's does not")
+	assert.False(t, tr.flusher.sinkStalled())
+
+	clk.stallWrites()
+	assert.True(t, tr.flusher.sinkStalled())
+	require.Eventually(t, func() bool { return tr.Stats().Dropped > 0 }, time.Minute, time.Millisecond,
+		"a stalled sink with full buffers drops what does not fit")
+	close(stop)
+	s.release()
+	<-done
+	require.Eventually(t, func() bool { return !tr.flusher.sinkStalled() }, time.Minute, time.Millisecond,
+		"once the held write returns, the next starts afresh")
+	require.NoError(t, tr.Close())
+	st := tr.Stats()
+	assert.EqualValues(t, recorded.Load(), len(byName(readClosed(t, path), "flood"))+int(st.Dropped),
+		"every event is written or counted as dropped")
+}
+
 // newTracerOn makes a Tracer writing to s, as New does for a file.
 func newTracerOn(t *testing.T, s sink, opts ...Option) *Tracer {
 	t.Helper()
@@ -268,11 +327,13 @@ func TestFailingSinkRecovers(t *testing.T) {
 func TestSpanEndsAreNeverDropped(t *testing.T) {
 	t.Parallel()
 	s, path := newGateSink(t)
-	tr := newTracerOn(t, s, WithBufferLimit(chunkBytes), withClock(newTestClock()))
+	clk := newTestClock()
+	tr := newTracerOn(t, s, WithBufferLimit(chunkBytes), withClock(clk))
 	outer := tr.LongSpan("outer") // written as B at once
 	short := tr.Span("short")     // still in the buffers
 	require.NoError(t, tr.Flush())
 	s.stall()
+	go stallOnceHeld(s, clk)
 	for i := 0; tr.Stats().Dropped == 0; i++ {
 		tr.Instant("filler", Int("i", i))
 	}

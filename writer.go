@@ -116,6 +116,7 @@ type writer struct {
 	onError  func(error)     // the user's error handler
 	progress *progressSignal // told when a batch is written: room for the waiting
 	gid      *atomic.Uint64  // where to say which goroutine it is: see reentry.go
+	clock    stallClock      // what writes are timed on: see stalled
 
 	queue  chan *batch
 	free   chan *batch
@@ -128,7 +129,7 @@ type writer struct {
 
 	fileEvents int // events written to the current file: see rotate
 
-	busySince atomic.Int64 // nanotime when the write under way started, 0 when none is
+	busySince atomic.Int64 // clock's time when the write under way started, 0 when none is
 	failing   atomic.Bool  // the last write failed: see flusher.waitForEvents
 
 	mu   sync.Mutex
@@ -138,8 +139,8 @@ type writer struct {
 	ratio                                    atomic.Uint64 // float64 bits: file bytes per byte encoded, for rotation
 }
 
-func (w *writer) prepare(s sink, onError func(error), progress *progressSignal, gid *atomic.Uint64) {
-	w.sink, w.files, w.onError, w.progress, w.gid = s, s.traits().files, onError, progress, gid
+func (w *writer) prepare(s sink, onError func(error), progress *progressSignal, gid *atomic.Uint64, clock stallClock) {
+	w.sink, w.files, w.onError, w.progress, w.gid, w.clock = s, s.traits().files, onError, progress, gid, clock
 	w.queue = make(chan *batch, queueBatches+16) // room for syncs and tees' heads and ends besides the batches
 	w.free = make(chan *batch, queueBatches)
 	for range queueBatches {
@@ -196,7 +197,7 @@ func (w *writer) behind() bool { return w.writingFor(slowWrite) }
 // writingFor reports whether a write has been under way for over d.
 func (w *writer) writingFor(d time.Duration) bool {
 	since := w.busySince.Load()
-	return since != 0 && nanotime()-since > int64(d)
+	return since != 0 && w.clock.writeTime()-since > int64(d)
 }
 
 // slowWrite is how long a write may take before the sink counts as
@@ -308,7 +309,7 @@ func (w *writer) write(b *batch, p []byte) {
 		w.joined = append(append(w.joined[:0], carry...), p...)
 		q = w.joined
 	}
-	w.busySince.Store(nanotime())
+	w.busySince.Store(w.clock.writeTime())
 	n, err := w.sink.Write(q)
 	w.busySince.Store(0)
 	w.failing.Store(err != nil)
@@ -445,7 +446,7 @@ func (w *writer) rotate(b *batch) {
 	}
 	// A cut waits for the file before it to be retired (see
 	// rotator.retire): as long as a write, for the stall's clock.
-	w.busySince.Store(nanotime())
+	w.busySince.Store(w.clock.writeTime())
 	endErr, errs, err := w.files.cut(end, b.buf[:b.openLen], w.fileEvents, carried)
 	w.busySince.Store(0)
 	for _, err := range errs {

@@ -95,7 +95,7 @@ func TestRefusedRotationKeepsOneB(t *testing.T) {
 	)
 	s := &recordingSink{failAfter: -1}
 	w := &writer{}
-	w.prepare(s, func(error) {}, &progressSignal{}, new(atomic.Uint64))
+	w.prepare(s, func(error) {}, &progressSignal{}, new(atomic.Uint64), realClock{})
 	w.files = refusingCutter{}
 
 	// Batch 0 holds kept's B; batch 1 holds lost's B, and its write fails
@@ -134,7 +134,7 @@ func TestFailuresOutlastALongPass(t *testing.T) {
 	)
 	s := &recordingSink{failAfter: 0}
 	w := &writer{}
-	w.prepare(s, func(error) {}, &progressSignal{}, new(atomic.Uint64))
+	w.prepare(s, func(error) {}, &progressSignal{}, new(atomic.Uint64), realClock{})
 	write := func(b *batch) {
 		w.fails.unpair(b)
 		w.write(b, b.buf)
