@@ -256,6 +256,13 @@ func ageAll(tr *Tracer) {
 	}
 }
 
+// giveUpSlack is how much later than its timeout a call that gives up
+// (Flush, Close or Stop on a stalled sink, New on a FIFO no one reads)
+// may return: a bound that tells giving up from waiting for the sink,
+// which the test holds until long after, and no measure of speed, so
+// generous enough for a loaded machine under the race detector.
+const giveUpSlack = 10 * time.Second
+
 // heavyEnv names the environment variable that runs the heavy tests:
 // the crash matrix and a million goroutines or open spans. .ci/run sets
 // it on every run; the README's test command leaves them out.

@@ -430,9 +430,10 @@ func TestCommitLargerThanTheBound(t *testing.T) {
 	s.conv = &converter{buf: bytes.Repeat(line, 2000), events: 2000}
 	size := len(s.conv.buf)
 	require.Greater(t, size, o.maxPending)
-	start := time.Now()
 	s.commit()
-	assert.Less(t, time.Since(start), stallWait/2, "no wait for room")
+	// No tracer drains this session: had commit waited for room, it
+	// would have given up, taken the sink for stalled and dropped.
+	assert.False(t, s.stalled, "no wait for room")
 	assert.Zero(t, s.dropped)
 	assert.Len(t, s.pending, size)
 }
