@@ -92,7 +92,7 @@ func TestLosslessCloseStaysBounded(t *testing.T) {
 			tr.Instant("ev", Int("id", i))
 		}
 	}()
-	require.Eventually(t, func() bool { return tr.progress.waiters.Load() > 0 }, 5*time.Second, time.Millisecond,
+	require.Eventually(t, func() bool { return tr.progress.waiters.Load() > 0 }, time.Minute, time.Millisecond,
 		"the recording goroutine waits for room")
 	start := time.Now()
 	assert.ErrorIs(t, tr.Close(), ErrTimeout)

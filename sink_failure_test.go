@@ -353,7 +353,7 @@ func TestLostEndKeepsItsPlace(t *testing.T) {
 			w.release <- nil
 		}
 	}()
-	require.Eventually(t, func() bool { return tr.Stats().SinkErrors > 0 }, 10*time.Second, time.Millisecond,
+	require.Eventually(t, func() bool { return tr.Stats().SinkErrors > 0 }, time.Minute, time.Millisecond,
 		"the write of the first E failed")
 	end2()
 	require.ErrorContains(t, tr.Close(), "disk full")
