@@ -48,25 +48,27 @@ func TestAutoChild(t *testing.T) {
 		defer Span("outer")()
 		Span("inner")()
 	}()
+	// What the flusher (TRACER_FLUSH=10ms) has written before an exit
+	// that no hook catches is what the file keeps: the modes that end so
+	// wait for it to be written.
+	path := os.Getenv(EnvFile)
+	written := []string{`"inner"`, `{"i":9}`}
 	switch mode {
 	case "return":
-		// Long enough for a flush (TRACER_FLUSH=10ms) before the normal
-		// exit, which no hook can catch.
-		time.Sleep(300 * time.Millisecond) // thirty flush intervals: margin for a loaded machine
+		waitWritten(t, path, written...)
 	case "signal":
-		os.Stdout.WriteString("READY\n")
-		for {
-			time.Sleep(time.Millisecond)
-		}
+		readyOnceWritten(t, path, written...)
 	case "own handler":
 		// A server's shutdown: its own handler, and a second signal would
 		// mean "exit now". It must get the one signal sent, once.
 		sigs := make(chan os.Signal, 4)
 		signal.Notify(sigs, syscall.SIGTERM)
+		waitWritten(t, path, written...)
 		os.Stdout.WriteString("READY\n")
 		<-sigs
 		Span("graceful shutdown")()
-		time.Sleep(300 * time.Millisecond)
+		waitWritten(t, path, `"graceful shutdown"`)
+		time.Sleep(300 * time.Millisecond) // for a second signal, were one sent
 		fmt.Printf("SIGNALS %d\n", 1+len(sigs))
 	}
 }
@@ -96,7 +98,6 @@ func TestAutoEnable(t *testing.T) {
 			cmd.Env = append(cmd.Env, tc.env...)
 			if strings.HasPrefix(tc.mode, "signal") || tc.mode == "own handler" {
 				lines := childtest.StartReady(t, cmd)
-				time.Sleep(200 * time.Millisecond) // flushes (TRACER_FLUSH=10ms) before the signal
 				require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
 				if tc.mode == "own handler" {
 					require.True(t, lines.Scan(), "the child reports the signals it got")

@@ -304,10 +304,19 @@ func TestWallAt(t *testing.T) {
 		ns := nanotime()
 		time.Sleep(pause)
 		got := wallAt(ns)
-		n1 := nanotime()
-		now := time.Now()
-		n2 := nanotime()
-		want := now.Add(-time.Duration(n1 + (n2-n1)/2 - ns))
+		// The wall time of ns from the narrowest of a few pairs of
+		// readings: a goroutine descheduled between the two readings of
+		// a pair would widen it past the delta.
+		var now, want time.Time
+		width := int64(math.MaxInt64)
+		for range 12 {
+			n1 := nanotime()
+			w := time.Now()
+			n2 := nanotime()
+			if n2-n1 < width {
+				now, want, width = w, w.Add(-time.Duration(n1+(n2-n1)/2-ns)), n2-n1
+			}
+		}
 		assert.InDelta(t, 0, got.Sub(want), float64(time.Millisecond), "after a pause of %v", pause)
 		assert.False(t, got.After(now), "after a pause of %v", pause)
 	}

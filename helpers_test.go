@@ -135,7 +135,17 @@ func (l *errorLog) matching(sub string) []string {
 // (see childtest.StartReady), and blocks until it is killed.
 func readyOnceWritten(t *testing.T, path string, needles ...string) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+	waitWritten(t, path, needles...)
+	os.Stdout.WriteString("READY\n")
+	select {}
+}
+
+// waitWritten waits until the trace at path holds every one of needles:
+// until the flusher, on its interval, has written them. The minute only
+// turns a flusher that never writes into a failure.
+func waitWritten(t *testing.T, path string, needles ...string) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
 		data, err := os.ReadFile(path)
 		require.NoError(t, err)
 		all := true
@@ -143,11 +153,10 @@ func readyOnceWritten(t *testing.T, path string, needles ...string) {
 			all = all && bytes.Contains(data, []byte(n))
 		}
 		if all {
-			os.Stdout.WriteString("READY\n")
-			select {}
+			return
 		}
 	}
-	t.Fatalf("the flusher did not write %q in time", needles)
+	t.Fatalf("the flusher did not write %q in a minute", needles)
 }
 
 // killReady starts cmd, kills it with SIGKILL once it is READY (see

@@ -99,7 +99,7 @@ func runEndingChild(t *testing.T, mode, path string, sig os.Signal) (syscall.Wai
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
 	// Should the ending not end it, fail rather than hang.
-	defer time.AfterFunc(10*time.Second, func() { cmd.Process.Kill() }).Stop()
+	defer time.AfterFunc(time.Minute, func() { cmd.Process.Kill() }).Stop()
 	if sig != nil {
 		lines := bufio.NewScanner(out)
 		for lines.Scan() && !strings.Contains(lines.Text(), "READY") {
@@ -155,7 +155,7 @@ func TestIgnoredSignalIsIgnored(t *testing.T) {
 			out, err := cmd.StdoutPipe()
 			require.NoError(t, err)
 			require.NoError(t, cmd.Start())
-			defer time.AfterFunc(10*time.Second, func() { cmd.Process.Kill() }).Stop()
+			defer time.AfterFunc(time.Minute, func() { cmd.Process.Kill() }).Stop()
 			lines := bufio.NewScanner(out)
 			for lines.Scan() && lines.Text() != "READY" {
 			}

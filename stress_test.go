@@ -35,11 +35,11 @@ func openFDs(t testing.TB) int {
 	return len(entries)
 }
 
-// settledGoroutines waits up to five seconds for the number of goroutines
+// settledGoroutines waits up to a minute for the number of goroutines
 // to come down to want, and returns it. (require.Eventually would count
 // its own goroutine.)
 func settledGoroutines(want int) int {
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for {
 		n := runtime.NumGoroutine()
 		if n <= want || time.Now().After(deadline) {
