@@ -436,7 +436,6 @@ func TestViewURL(t *testing.T) {
 	require.NoError(t, err)
 	for _, mode := range []string{sendPlain, sendGzip, sendEncoding, sendSlow} {
 		t.Run(mode, func(t *testing.T) {
-			srv := serveTrace(t, data, mode)
 			want := data
 			if mode == sendGzip {
 				want = gzipped(data)
@@ -445,48 +444,27 @@ func TestViewURL(t *testing.T) {
 			require.NoError(t, err)
 			_, port, _ := net.SplitHostPort(l.Addr().String())
 			l.Close()
-			type result struct {
-				code           int
-				stdout, stderr string
-			}
-			done := make(chan result, 1)
-			go func() {
-				code, stdout, stderr := runCmd("view", "-no-browser", "-port", port, "-idle", "300ms", srv.url())
-				done <- result{code, stdout, stderr}
-			}()
 			served := "http://127.0.0.1:" + port + "/trace.json"
 			if mode == sendGzip {
 				served += ".gz"
 			}
-			var body []byte
-			require.Eventually(t, func() bool {
-				resp, err := http.Get(served)
-				if err != nil {
-					return false
-				}
-				defer resp.Body.Close()
-				body, err = io.ReadAll(resp.Body)
-				return err == nil && resp.StatusCode == http.StatusOK
-			}, timeout, 20*time.Millisecond)
+			var srv *traceServer
+			body, _, stdout, stderr := viewAndFetch(t, served, func(idle string) (int, string, string) {
+				srv = serveTrace(t, data, mode) // a server per try: what each fetched
+				return runCmd("view", "-no-browser", "-port", port, "-idle", idle, srv.url())
+			})
 			assert.Equal(t, want, body, "the bytes fetched")
-			var r result
-			select {
-			case r = <-done:
-			case <-time.After(timeout):
-				t.Fatal("tracer view did not stop once idle")
-			}
-			require.Equal(t, 0, r.code, r.stderr)
 			assert.Equal(t, []string{tracePath}, srv.served(), "fetched once")
 			_, check, _ := runCmd("check", writeFile(t, t.TempDir(), "t.json", string(data)))
 			n := strings.TrimSuffix(check[strings.LastIndex(check, "ok, ")+4:], " events\n")
-			assert.Contains(t, r.stderr, fmt.Sprintf("fetched %s: %d bytes, %s events\n", srv.url(), len(want), n))
-			link := strings.TrimPrefix(strings.SplitN(r.stdout, "\n", 2)[0], "open ")
+			assert.Contains(t, stderr, fmt.Sprintf("fetched %s: %d bytes, %s events\n", srv.url(), len(want), n))
+			link := strings.TrimPrefix(strings.SplitN(stdout, "\n", 2)[0], "open ")
 			u, err := url.Parse(link)
 			require.NoError(t, err)
 			frag, err := url.Parse(strings.TrimPrefix(u.Fragment, "!"))
 			require.NoError(t, err)
-			assert.Equal(t, []string{served}, frag.Query()["url"], r.stdout)
-			assert.Contains(t, r.stdout, "fetched from "+srv.url())
+			assert.Equal(t, []string{served}, frag.Query()["url"], stdout)
+			assert.Contains(t, stdout, "fetched from "+srv.url())
 		})
 	}
 }

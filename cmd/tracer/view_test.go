@@ -181,21 +181,38 @@ func TestViewCommand(t *testing.T) {
 	assert.Equal(t, 1, code)
 	assert.Contains(t, stderr, "no such file")
 
-	// The command stops once idle, counted from its start: a machine too
-	// loaded to make the first request within the idle time stops it
-	// first, so each try gives it longer.
 	url := "http://127.0.0.1:" + port + "/t.json"
+	_, idle, stdout, _ := viewAndFetch(t, url, func(idle string) (int, string, string) {
+		return runCmd("view", "-port", port, "-idle", idle, path)
+	})
+	assert.Contains(t, stdout, "https://ui.perfetto.dev/#!/?url="+url)
+	assert.Contains(t, stdout, "ssh -L "+port+":127.0.0.1:"+port)
+	assert.Contains(t, stdout, "until Ctrl-C, or "+idle+" without a request")
+}
+
+// viewAndFetch runs view, a run of tracer view with the idle time it is
+// given, fetches url from it once it serves, and returns the body, the
+// idle time and the command's stdout and stderr once it has stopped,
+// idle. The command counts its idle time from its start: a machine too
+// loaded to make the first request within it stops the command first,
+// so each try gives it longer (300 ms, then 3 s, then 30 s).
+func viewAndFetch(t *testing.T, url string, view func(idle string) (code int, stdout, stderr string)) (body []byte, idle, stdout, stderr string) {
+	t.Helper()
+	type result struct {
+		code           int
+		stdout, stderr string
+	}
 	for _, idle := range []string{"300ms", "3s", "30s"} {
-		out := make(chan string, 1)
+		done := make(chan result, 1)
 		go func() {
-			_, stdout, _ := runCmd("view", "-port", port, "-idle", idle, path)
-			out <- stdout
+			code, stdout, stderr := view(idle)
+			done <- result{code, stdout, stderr}
 		}()
-		served := false
-		var stdout string
-		for stopped := false; !stopped && !served; {
+		var r result
+		served, stopped := false, false
+		for !stopped && !served {
 			select {
-			case stdout = <-out:
+			case r = <-done:
 				stopped = true
 			default:
 				resp, err := http.Get(url)
@@ -203,28 +220,27 @@ func TestViewCommand(t *testing.T) {
 					time.Sleep(20 * time.Millisecond) // not listening yet
 					continue
 				}
-				io.Copy(io.Discard, resp.Body)
+				body, err = io.ReadAll(resp.Body)
 				resp.Body.Close()
+				require.NoError(t, err)
 				require.Equal(t, http.StatusOK, resp.StatusCode)
 				served = true
 			}
 		}
-		if served {
-			select {
-			case stdout = <-out:
-			case <-time.After(time.Minute):
-				t.Fatal("tracer view did not stop once idle")
-			}
+		if !served {
+			t.Logf("tracer view -idle %s stopped before the first request: again, idle longer", idle)
+			continue
 		}
-		assert.Contains(t, stdout, "https://ui.perfetto.dev/#!/?url="+url)
-		assert.Contains(t, stdout, "ssh -L "+port+":127.0.0.1:"+port)
-		assert.Contains(t, stdout, "until Ctrl-C, or "+idle+" without a request")
-		if served {
-			return
+		select {
+		case r = <-done:
+		case <-time.After(time.Minute):
+			t.Fatal("tracer view did not stop once idle")
 		}
-		t.Logf("tracer view -idle %s stopped before the first request: again, idle longer", idle)
+		require.Equal(t, 0, r.code, r.stderr)
+		return body, idle, r.stdout, r.stderr
 	}
 	t.Fatal("tracer view served no request")
+	return nil, "", "", ""
 }
 
 func TestViewSizeWarning(t *testing.T) {
