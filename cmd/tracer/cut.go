@@ -43,7 +43,7 @@ func runCut(args []string, stdout, stderr io.Writer) error {
 	c := &cutter{
 		from: int64(*from), to: int64(*to), pid: *pid, tid: *tid,
 		name: *name, cat: *cat,
-		open: map[string][]pendingSpan{}, flows: map[string]*cutFlow{},
+		open: map[string]*[]pendingSpan{}, names: map[string]string{}, flows: map[string]*cutFlow{},
 		counters: map[string]pendingSpan{},
 	}
 	if *to == 0 {
@@ -107,10 +107,13 @@ type cutter struct {
 	clipped   int
 	seq       int64
 
-	open     map[string][]pendingSpan // per track (or async id), the B (b) events yet to end
-	flows    map[string]*cutFlow      // per flow id
-	counters map[string]pendingSpan   // per series, its last value before the window
-	held     []heldSpan               // spans clipped, written at the end
+	open     map[string]*[]pendingSpan // per track (or async id), the B (b) events yet to end
+	names    map[string]string         // the names of B (b) events, each held once
+	key      []byte                    // the track of the event being read
+	nameBuf  []byte                    // its name, decoded
+	flows    map[string]*cutFlow       // per flow id
+	counters map[string]pendingSpan    // per series, its last value before the window
+	held     []heldSpan                // spans clipped, written at the end
 }
 
 // A pendingSpan is a copy of an event whose end, or whose place in the
@@ -182,7 +185,10 @@ func (c *cutter) event(ev *tracefile.Event) {
 		}
 		c.hasTS = true
 	}
-	track := string(ev.Pid.Raw) + "\x00" + string(ev.Tid.Raw)
+	// The track's key, and the name of a B or E, are built in buffers the
+	// cutter reuses: a map is indexed by them without a copy, which is
+	// made only for what is kept.
+	c.key = append(append(append(c.key[:0], ev.Pid.Raw...), 0), ev.Tid.Raw...)
 	switch ph := ev.Phase(); ph {
 	case 'M':
 		if c.passes(ev, false) && (c.tid < 0 || ev.Tid.Kind != tracefile.NumInt || ev.Tid.Int == c.tid || ev.Tid.Int == 0) {
@@ -190,16 +196,18 @@ func (c *cutter) event(ev *tracefile.Event) {
 		}
 	case 'X':
 		if c.passes(ev, true) && ev.HasTS && ev.HasDur && ev.Dur >= 0 {
-			c.x(track, ev)
+			c.x(c.key, ev)
 		}
 	case 'B':
-		c.begin(track, ev)
+		c.begin(c.key, ev)
 	case 'E':
-		c.end(track, ev, ev.Name.String())
+		c.nameBuf = ev.Name.Append(c.nameBuf[:0])
+		c.end(c.key, ev, c.nameBuf)
 	case 'b':
 		c.begin(c.asyncKey(ev), ev)
 	case 'e':
-		c.end(c.asyncKey(ev), ev, ev.Name.String())
+		c.nameBuf = ev.Name.Append(c.nameBuf[:0])
+		c.end(c.asyncKey(ev), ev, c.nameBuf)
 	case 'C':
 		if !c.passes(ev, false) || !ev.HasTS {
 			return
@@ -225,7 +233,7 @@ func (c *cutter) event(ev *tracefile.Event) {
 		case ev.TS == c.from && (ph == 'i' || ph == 'I' || ph == 'R'):
 			// An instant of a thread is a slice of no duration, which
 			// may tie with a span clipped to the window's start.
-			c.held = append(c.held, heldSpan{track: track, start: ev.TS, end: ev.TS, s0: ev.TS, e0: ev.TS, seq: c.seq, raw: bytes.Clone(ev.Raw)})
+			c.held = append(c.held, heldSpan{track: string(c.key), start: ev.TS, end: ev.TS, s0: ev.TS, e0: ev.TS, seq: c.seq, raw: bytes.Clone(ev.Raw)})
 		default:
 			c.out.event(ev.Raw)
 		}
@@ -233,9 +241,12 @@ func (c *cutter) event(ev *tracefile.Event) {
 }
 
 // asyncKey returns the track of an async event: its process, category
-// and id, as the viewers pair b and e.
-func (c *cutter) asyncKey(ev *tracefile.Event) string {
-	return "async\x00" + string(ev.Pid.Raw) + "\x00" + ev.Cat.String() + "\x00" + string(ev.Scope.Raw) + "\x00" + string(ev.ID)
+// and id, as the viewers pair b and e (in c.key).
+func (c *cutter) asyncKey(ev *tracefile.Event) []byte {
+	k := append(append(c.key[:0], "async\x00"...), ev.Pid.Raw...)
+	k = append(ev.Cat.Append(append(k, 0)), 0)
+	c.key = append(append(append(k, ev.Scope.Raw...), 0), ev.ID...)
+	return c.key
 }
 
 // inWindow reports whether the slice [start, end] shows in the window
@@ -253,7 +264,7 @@ func (c *cutter) inWindow(start, end int64) bool {
 func (c *cutter) before(ts int64) bool { return ts < c.to || c.to == math.MaxInt64 }
 
 // x writes the X event ev, clipped to the window, if it shows in it.
-func (c *cutter) x(track string, ev *tracefile.Event) {
+func (c *cutter) x(track []byte, ev *tracefile.Event) {
 	start, end := ev.TS, ev.TS+ev.Dur
 	if !c.inWindow(start, end) || !ev.TSSpan.Valid() || !ev.DurSpan.Valid() {
 		return
@@ -271,14 +282,14 @@ func (c *cutter) x(track string, ev *tracefile.Event) {
 		c.clipped++
 		raw = applyEdits(nil, ev.Raw, []edit{{ev.TSSpan, tracefile.AppendMicros(nil, s)}, {ev.DurSpan, tracefile.AppendMicros(nil, e-s)}})
 	}
-	c.held = append(c.held, heldSpan{track: track, start: s, end: e, s0: start, e0: end, x: true, seq: c.seq, raw: raw})
+	c.held = append(c.held, heldSpan{track: string(track), start: s, end: e, s0: start, e0: end, x: true, seq: c.seq, raw: raw})
 }
 
 // begin follows a B or b event on track k: one in the window is written
 // now, one before it when it ends.
-func (c *cutter) begin(k string, ev *tracefile.Event) {
-	p := pendingSpan{raw: bytes.Clone(ev.Raw), ts: ev.TS, tsSpan: ev.TSSpan, durSpan: ev.DurSpan, phSpan: ev.PhSpan,
-		ph: ev.Phase(), name: ev.Name.String(), seq: c.seq}
+func (c *cutter) begin(k []byte, ev *tracefile.Event) {
+	p := pendingSpan{ts: ev.TS, tsSpan: ev.TSSpan, durSpan: ev.DurSpan, phSpan: ev.PhSpan,
+		ph: ev.Phase(), name: c.intern(ev.Name), seq: c.seq}
 	// One that begins at the window's end or after has nothing in it
 	// (unless it lasts nothing, which its E alone tells): it is left
 	// out, and its E with it.
@@ -287,24 +298,49 @@ func (c *cutter) begin(k string, ev *tracefile.Event) {
 		p.written = true
 		c.out.event(ev.Raw)
 	}
-	c.open[k] = append(c.open[k], p)
+	if !p.written || c.to != math.MaxInt64 {
+		p.raw = bytes.Clone(ev.Raw) // to clip it, or end it at the window's end
+	}
+	st := c.open[string(k)]
+	if st == nil {
+		st = new([]pendingSpan)
+		c.open[string(k)] = st
+	}
+	*st = append(*st, p)
+}
+
+// intern returns name decoded, as a string held once for every B of that
+// name while there are not too many names to hold.
+func (c *cutter) intern(name tracefile.Str) string {
+	c.nameBuf = name.Append(c.nameBuf[:0])
+	if s, ok := c.names[string(c.nameBuf)]; ok {
+		return s
+	}
+	s := string(c.nameBuf)
+	if len(c.names) < 1<<16 {
+		c.names[s] = s
+	}
+	return s
 }
 
 // end follows an E or e event on track k: it ends the innermost open
 // span (of its name, if name is set).
-func (c *cutter) end(k string, ev *tracefile.Event, name string) {
-	st := c.open[k]
+func (c *cutter) end(k []byte, ev *tracefile.Event, name []byte) {
+	sp := c.open[string(k)]
+	if sp == nil {
+		return
+	}
+	st := *sp
 	i := len(st) - 1
-	for name != "" && i >= 0 && st[i].name != name {
+	for len(name) > 0 && i >= 0 && st[i].name != string(name) {
 		i--
 	}
 	if i < 0 {
 		return
 	}
 	p := st[i]
-	c.open[k] = append(st[:i], st[i+1:]...)
-	if len(c.open[k]) == 0 {
-		delete(c.open, k)
+	if *sp = append(st[:i], st[i+1:]...); len(*sp) == 0 {
+		delete(c.open, string(k))
 	}
 	switch {
 	case !p.keep || !ev.HasTS:
@@ -314,7 +350,7 @@ func (c *cutter) end(k string, ev *tracefile.Event, name string) {
 	case p.written:
 		c.out.event(ev.Raw)
 	case ev.TS > c.from:
-		c.hold(k, p, ev.TS, ev)
+		c.hold(string(k), p, ev.TS, ev)
 	}
 }
 
@@ -402,7 +438,7 @@ func (c *cutter) retime(raw []byte, tsSpan tracefile.Span, ts int64) []byte {
 func (c *cutter) finish() {
 	end := min(c.to, c.maxTS)
 	for _, k := range slices.Sorted(maps.Keys(c.open)) {
-		st := c.open[k]
+		st := *c.open[k]
 		for i := len(st) - 1; i >= 0; i-- {
 			p := st[i]
 			switch {
