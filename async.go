@@ -23,7 +23,7 @@ type Async struct {
 	name string
 	cs   catScope // cs.track: the operation's track it is on
 	node uint32   // 0 for an operation, a number unique in the process for a child
-	flag int      // 1 + the index in trackFlags of its parent's track it holds, 0 if none
+	flag int      // 1 + the index in t.asyncTracks of its parent's track it holds, 0 if none
 }
 
 // Children and tracks.
@@ -39,16 +39,17 @@ type Async struct {
 // Perfetto it shows as a row of its own under the process, in catapult as
 // a slice of its own; both draw its true times.
 //
-// Whether a child holds its parent's track is kept in trackFlags, a fixed
-// table of flags indexed by a hash of the parent: two parents that share a
-// flag only make some children take tracks of their own that could have
-// nested.
-var trackFlags [1024]atomic.Bool
+// Whether a child holds its parent's track is kept in the tracer's
+// asyncTracks, a fixed table of flags indexed by a hash of the parent: two
+// parents that share a flag only make some children take tracks of their
+// own that could have nested. A child that never ends holds its flag for
+// the life of its tracer.
 
 // lastNode numbers children, and the tracks of their own some get.
 var lastNode atomic.Uint32
 
-// trackFlag returns the index in trackFlags of the flag of a's children.
+// trackFlag returns the index in a.t.asyncTracks of the flag of a's
+// children.
 func (a Async) trackFlag() int {
 	h := a.id ^ uint64(a.node)<<32 ^ uint64(a.cs.scope)<<16 ^ uint64(a.cs.cat)<<48
 	h *= 0x9e3779b97f4a7c15
@@ -121,7 +122,7 @@ func (a Async) Begin(name string, args ...Arg) Async {
 	}
 	// Take the track before reading the clock (in record), and release it
 	// after (in End): a sibling's end is never later than the next begin.
-	if i := a.trackFlag(); trackFlags[i].CompareAndSwap(false, true) {
+	if i := a.trackFlag(); a.t.asyncTracks[i].CompareAndSwap(false, true) {
 		child.flag = i + 1
 	} else {
 		child.cs.track = child.node
@@ -136,7 +137,7 @@ func (a Async) Begin(name string, args ...Arg) Async {
 // release gives back the parent's track a child holds.
 func (a Async) release() {
 	if a.flag != 0 {
-		trackFlags[a.flag-1].Store(false)
+		a.t.asyncTracks[a.flag-1].Store(false)
 	}
 }
 

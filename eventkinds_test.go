@@ -330,6 +330,42 @@ func TestOverlappingAsyncChildren(t *testing.T) {
 	assert.Equal(t, local("second"), local("inner"), "its children nest on its track")
 }
 
+// TestAsyncTracksAreTheTracers: a child that never ends holds its
+// parent's track for the life of its tracer, and no longer. Another
+// tracer's children nest on their operations' tracks even when the first
+// holds every flag it has (a test, or an example, that runs after one that
+// left children open used to draw its children on tracks of their own).
+func TestAsyncTracksAreTheTracers(t *testing.T) {
+	leaky, _ := newTestTracer(t)
+	held := func() (n int) {
+		for i := range leaky.asyncTracks {
+			if leaky.asyncTracks[i].Load() {
+				n++
+			}
+		}
+		return n
+	}
+	for i := 0; i < 100_000 && held() < len(leaky.asyncTracks); i++ {
+		leaky.AsyncBegin("abandoned").Begin("child never ended")
+	}
+	require.Equal(t, len(leaky.asyncTracks), held(), "every flag held by a child left open")
+	op := leaky.AsyncBegin("request")
+	assert.Zero(t, op.Begin("child").flag, "a parent whose flag is held: its child takes a track of its own")
+	require.NoError(t, leaky.Close())
+
+	tr, path := newTestTracer(t)
+	op = tr.AsyncBegin("request")
+	child := op.Begin("child")
+	assert.NotZero(t, child.flag)
+	child.End()
+	op.End()
+	require.NoError(t, tr.Close())
+	evs := readClosed(t, path)
+	checkAsync(t, evs)
+	local := func(name string) string { return find(t, evs, "b", name).ID2["local"].(string) }
+	assert.Equal(t, local("request"), local("child"), "another tracer's child nests")
+}
+
 // TestAsyncKeepsItsCategory is issue 11 item 4: an operation keeps the
 // category it began with. A Category arg on a later event is ignored, and
 // switching the category off after the begin does not drop the end, which

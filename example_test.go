@@ -23,7 +23,6 @@ import (
 // inTempDir makes a temporary directory the working directory until the
 // returned function is called, so that an example can write "trace.json".
 func inTempDir() (restore func()) {
-	tracer.ReleaseAsyncTracks() // what the tests left open
 	wd, err := os.Getwd()
 	if err != nil {
 		log.Fatal(err)

@@ -27,6 +27,12 @@ type Tracer struct {
 
 	flusher flusher // encodes and hands batches to its writer: flusher.go
 
+	// asyncTracks says, for a hash of each open async operation, whether
+	// one of its children holds its track (async.go). A tracer's own, so
+	// that a child another tracer left open never changes how this one's
+	// children are drawn.
+	asyncTracks [1024]atomic.Bool
+
 	done      chan struct{} // closed when the flusher goroutine returns
 	closeOnce sync.Once
 	closeErr  error
