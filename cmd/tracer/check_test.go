@@ -123,8 +123,10 @@ func itoa(n int) string { return strconv.Itoa(n) }
 // SIGKILL. Only the gzip file of a killed process has a problem it must
 // have: it is in several members, of which chrome://tracing reads the
 // first. A file that holds part of a timeline (a rotated file, a file cut
-// short, the file of a killed process) may also hold flow events whose enclosing span ends after its
-// end, which the viewers draw without an arrow: check says so.
+// short, the file of a killed process) may also hold flow events whose
+// enclosing span ends after its end, which the viewers draw without an
+// arrow, and (cut short, or killed) the begin of an async operation whose
+// end it lost, which chrome://tracing warns of: check says so.
 func TestCheckLibraryFiles(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -137,17 +139,18 @@ func TestCheckLibraryFiles(t *testing.T) {
 		allowed []tracefile.Kind // may be found
 	}
 	partial := []tracefile.Kind{trace.KindFlow}
+	cutShort := []tracefile.Kind{trace.KindFlow, trace.KindAsync} // a rotated file ends its async operations
 	files := map[string]expect{
 		generate(t, filepath.Join(dir, "closed.json"), 1<<20):    {},
 		generate(t, filepath.Join(dir, "closed.json.gz"), 1<<20): {},
 		rotated:       {allowed: partial},
 		rotatedSet[0]: {allowed: partial},
-		crashed(t, filepath.Join(dir, "crashed.json")):    {allowed: partial},
-		crashed(t, filepath.Join(dir, "crashed.json.gz")): {want: tracefile.KindMembers, allowed: partial},
+		crashed(t, filepath.Join(dir, "crashed.json")):    {allowed: cutShort},
+		crashed(t, filepath.Join(dir, "crashed.json.gz")): {want: tracefile.KindMembers, allowed: cutShort},
 		// A cut member also cuts the event it was in; a closed gzip file
 		// is in the object form, which cut where an event ends is the
 		// {"traceEvents":[ form cut, which neither viewer loads.
-		cut(t, generate(t, filepath.Join(dir, "cut.json.gz"), 1<<20)): {want: tracefile.KindGzip, allowed: append(partial, tracefile.KindTorn, tracefile.KindFraming)},
+		cut(t, generate(t, filepath.Join(dir, "cut.json.gz"), 1<<20)): {want: tracefile.KindGzip, allowed: append(cutShort, tracefile.KindTorn, tracefile.KindFraming)},
 	}
 	for path, e := range files {
 		t.Run(filepath.Base(path), func(t *testing.T) {
@@ -166,6 +169,35 @@ func TestCheckLibraryFiles(t *testing.T) {
 			}
 			for k := range problems {
 				assert.Contains(t, append([]tracefile.Kind{e.want}, e.allowed...), k, "%v", got)
+			}
+		})
+	}
+}
+
+// TestCheckCutInsideAnAsyncEnd: a file cut (or a process killed) between
+// an async operation's begin and its end, or inside the end, holds a "b"
+// whose "e" it lost; chrome://tracing warns of it, and check says so
+// (TestCheckLibraryFiles' cut file was once cut there).
+func TestCheckCutInsideAnAsyncEnd(t *testing.T) {
+	t.Parallel()
+	b := `{"name":"upload","cat":"io","ph":"b","ts":2,"pid":1,"tid":1,"id2":{"local":"0x1"}},`
+	e := `{"name":"upload","cat":"io","ph":"e","ts":3,"pid":1,"tid":1,"id2":{"local":"0x1"}},`
+	dir := t.TempDir()
+	for name, content := range map[string]string{
+		"before the end": "[\n" + ev + ",\n" + b + "\n",
+		"inside the end": "[\n" + ev + ",\n" + b + "\n" + e[:len(e)/2],
+	} {
+		t.Run(name, func(t *testing.T) {
+			path := writeFile(t, dir, strings.ReplaceAll(name, " ", "_")+".json", content)
+			var got []tracefile.Problem
+			problems, _, err := checkFile(path, true, func(p tracefile.Problem) { got = append(got, p) })
+			require.NoError(t, err)
+			require.Equal(t, 1, problems[trace.KindAsync], "%v", got)
+			for _, p := range got {
+				if p.Kind == trace.KindAsync {
+					assert.Equal(t, 3, p.Line, "the b's line")
+					assert.Contains(t, p.Msg, `"upload" never ended`)
+				}
 			}
 		})
 	}
