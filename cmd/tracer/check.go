@@ -78,7 +78,7 @@ func checkFile(path string, quiet bool, report func(tracefile.Problem), note ...
 	}
 	defer in.Close()
 	a := trace.NewAnalyzer()
-	a.OnProblem = onProblem
+	a.OnProblem, a.Keep = onProblem, keepTracks
 	err = in.each(func(ev *tracefile.Event) error {
 		a.Add(ev)
 		return nil
@@ -86,11 +86,24 @@ func checkFile(path string, quiet bool, report func(tracefile.Problem), note ...
 	if err != nil {
 		return nil, 0, fmt.Errorf("%s: %w", path, err)
 	}
-	if tracks := a.FlowTracks().Union(a.Tangled()); tracks != nil {
-		// Replayed as Perfetto's importer takes them: which flow events
-		// it binds to no slice, and where it cuts B events left open
-		// (unless the first reading found such cuts, which it reports
-		// at the E events that make them).
+	// Replayed as Perfetto's importer takes them: which flow events it
+	// binds to no slice, and where it cuts B events left open (unless
+	// the first reading found such cuts, which it reports at the E
+	// events that make them).
+	replayReport := func(p tracefile.Problem) {
+		if p.Perfetto == "misplaced_end_event" && misplaced == 0 {
+			onProblem(p)
+		}
+	}
+	if tracks := a.FlowTracks().Union(a.Tangled()); a.Kept(tracks) {
+		// Kept as they came (a tie before the file's first X): replayed
+		// without reading the file again.
+		a.ReplayKept(tracks)
+		a.ReplayReports, a.OnProblem = true, replayReport
+		a.FinishExact(a.MaxTS)
+		a.ReplayReports, a.OnProblem = false, onProblem
+		a.PerfettoFlows(a)
+	} else if tracks != nil {
 		again, err := openInput(file.path, true, nil)
 		if err != nil {
 			return nil, 0, err
@@ -98,11 +111,7 @@ func checkFile(path string, quiet bool, report func(tracefile.Problem), note ...
 		defer again.Close()
 		b := trace.NewAnalyzer()
 		b.Exact, b.ReplayReports = tracks, true
-		b.OnProblem = func(p tracefile.Problem) {
-			if p.Perfetto == "misplaced_end_event" && misplaced == 0 {
-				onProblem(p)
-			}
-		}
+		b.OnProblem = replayReport
 		if err := again.each(func(ev *tracefile.Event) error { b.Add(ev); return nil }); err != nil {
 			return nil, 0, fmt.Errorf("%s: %w", path, err)
 		}

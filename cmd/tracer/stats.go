@@ -177,8 +177,9 @@ func runStats(args []string, stdout, stderr io.Writer) error {
 // computeStats reads the file at path and returns its numbers, spans
 // sorted by total time and tracks by busy time.
 func computeStats(path string, quiet bool) (*Stats, error) {
-	// A track Perfetto nests in ways a stream cannot follow is read
-	// again (see readStats).
+	// A track Perfetto nests in ways a stream cannot follow is replayed
+	// from what the first reading kept of it, or read again (see
+	// readStats).
 	file, err := reread(path)
 	if err != nil {
 		return nil, err
@@ -199,7 +200,16 @@ func computeStats(path string, quiet bool) (*Stats, error) {
 	// second after it.
 	first := p
 	streamed, read := p.problems, p.problems
-	for exact, readings := p.a.Deep().Union(p.a.Tangled()), 1; exact != nil || replayAll; {
+	exact := p.a.Deep().Union(p.a.Tangled())
+	if !stopped && p.a.Kept(exact) {
+		// Tracks tangled only by a tie before the file's first X, kept
+		// as they came: replayed without reading the file again.
+		p.a.ReplayKept(exact)
+		tooDeep, open = p.a.FinishExact(p.a.MaxTS)
+		p.a.ReplayedFlows(p.a)
+		exact = nil
+	}
+	for readings := 1; exact != nil || replayAll; {
 		// Perfetto drops the slices nested deeper than 512 levels, at
 		// times takes an E before a B of its ts that the file has
 		// before it, and nests slices in the X events it moved to
@@ -226,6 +236,7 @@ func computeStats(path string, quiet bool) (*Stats, error) {
 		more := p.a.Deep().Union(p.a.Tangled())
 		if !stopped || more == nil || readings == 3 {
 			tooDeep, open = p.a.FinishExact(p.a.MaxTS)
+			p.a.ReplayedFlows(first.a)
 			break
 		}
 		exact = exact.Union(more)
@@ -297,6 +308,11 @@ func computeStats(path string, quiet bool) (*Stats, error) {
 // replayAll makes stats replay every track as Perfetto does, as it does
 // those nested too deep (for tests).
 var replayAll = false
+
+// keepTracks makes stats and check keep the events of the tracks a tie
+// may make replayed, to replay them without reading the file again (see
+// internal/trace/keep.go); tests turn it off, to compare.
+var keepTracks = true
 
 // A rereadable is an input that can be read twice: a regular file, or a
 // temporary copy of a pipe, a FIFO, standard input ("-") or the answer to
@@ -397,6 +413,7 @@ func readStats(file *rereadable, exact trace.TrackSet, quiet bool, mark int64) (
 	a.Stats, a.OnProblem = true, count
 	a.Exact, a.ExactAll = exact, replayAll
 	first := exact == nil && !replayAll
+	a.Keep = first && keepTracks
 	err = in.each(func(ev *tracefile.Event) error {
 		a.Add(ev)
 		if a.Events == mark {

@@ -61,6 +61,11 @@ type Analyzer struct {
 	// ReplayReports makes the replay of the Exact tracks report the B
 	// events Perfetto cuts (misplaced_end_event), for check.
 	ReplayReports bool
+	// Keep makes the Analyzer keep the slice events of its tracks until
+	// it is known whether they are replayed, so that ReplayKept can
+	// replay those found Tangled without reading the file again (see
+	// keep.go).
+	Keep bool
 
 	Events     int64
 	MinTS      int64 // earliest ts, or start of a slice
@@ -107,6 +112,8 @@ type Analyzer struct {
 	steps      int64 // work on the trees beyond a step per slice: see TestDeepNestingLinear
 	deep       bool  // a track went deep: see WentDeep
 	line       int32 // of the event being added
+	kept       int   // slice events kept: see keep.go
+	keepOff    bool  // past keepMax, no track is kept
 
 	cataOpen    map[string]*catapultThread // by pid and tid, what catapult holds open
 	keyBuf      []byte                     // scratch
@@ -217,6 +224,7 @@ func (a *Analyzer) track(e *tracefile.Event) *track {
 	t := a.tracks[k]
 	if t == nil {
 		t = &track{pid: clone(e.Pid), tid: clone(e.Tid), exact: a.ExactAll || a.Exact[k]}
+		t.keep = a.Keep && !t.exact && !a.sawX && !a.keepOff
 		a.tracks[k] = t
 		a.trackList = append(a.trackList, t)
 	}
@@ -230,8 +238,8 @@ func clone(n tracefile.Num) tracefile.Num {
 	return n
 }
 
-func (a *Analyzer) addSelf(name int32, d int64) { a.Names[name].Self += d }
-func (a *Analyzer) subSelf(name int32, d int64) { a.Names[name].Self -= d }
+func (a *Analyzer) addSelf(t *track, name int32, d int64) { a.names(t, name).Self += d }
+func (a *Analyzer) subSelf(t *track, name int32, d int64) { a.names(t, name).Self -= d }
 
 func (a *Analyzer) overlap(t *track, line int, name int32, s, e int64, p *slice) {
 	t.overlaps++
@@ -378,6 +386,9 @@ func (a *Analyzer) sorter(e *tracefile.Event, ph byte) {
 	ts := e.TS
 	switch {
 	case ph == 'X' && e.HasTS && e.TS >= 0:
+		if !a.sawX {
+			a.firstX()
+		}
 		a.sawX = true
 	case !e.HasTS && ph == 'M':
 		ts = 0
@@ -408,12 +419,12 @@ func article(ph byte) string {
 // slice records a completed slice.
 func (a *Analyzer) slice(t *track, s, e int64, name int32, line int, be bool, seq int64) {
 	e = a.add(t, s, e, name, line, be, seq)
-	a.count(name, e-s)
+	a.count(t, name, e-s)
 }
 
-// count counts a slice of d nanoseconds named name.
-func (a *Analyzer) count(name int32, d int64) {
-	n := a.Names[name]
+// count counts a slice of t of d nanoseconds named name.
+func (a *Analyzer) count(t *track, name int32, d int64) {
+	n := a.names(t, name)
 	n.Count++
 	n.Total += d
 	n.Max = max(n.Max, d)
@@ -435,14 +446,15 @@ func (a *Analyzer) checkIDs(e *tracefile.Event, what string, n tracefile.Num) {
 
 func (a *Analyzer) end(e *tracefile.Event) {
 	t := a.track(e)
-	if t.exact {
+	if t.exact || t.keep {
 		named := e.Name.Set && len(e.Name.Raw) > 0
 		name := int32(-1)
 		if named {
 			name = a.name(e.Name)
 		}
-		a.record(t, 'E', e.TS, 0, name, named)
-		return
+		if a.record(t, 'E', e.TS, 0, name, named) {
+			return
+		}
 	}
 	if len(t.open) == 0 {
 		a.problem(e.Line, KindNesting, "an E event with no B open on pid %s tid %s (chrome://tracing: \"E phase event without a matching B phase event\")", e.Pid.Raw, e.Tid.Raw)
@@ -659,13 +671,13 @@ func (a *Analyzer) flow(e *tracefile.Event, ph byte) {
 	next := ph == 'f' && !(e.BP.Set && string(e.BP.Raw) == "e")
 	cnext := next && !bytes.Contains(e.Cat.Raw, []byte("input")) && !bytes.Contains(e.Cat.Raw, []byte("ipc.flow"))
 	t := a.track(e)
-	f := flowEvent{ts: e.TS, seq: a.Events, line: int32(e.Line), ph: ph, id: id, next: next, cnext: cnext}
+	f := flowEvent{ts: e.TS, seq: a.Events, line: int32(e.Line), ph: ph, id: id, next: next, cnext: cnext, exact: t.exact}
 	f.caught, f.bound = t.encloses(e.TS, cnext)
 	f.bound = f.bound || next // Perfetto binds it to the next slice, or not, without a word
 	i := int32(len(a.flowEvs))
 	a.flowEvs = append(a.flowEvs, f)
-	if t.exact {
-		t.raw = append(t.raw, rawSlice{ts: e.TS, seq: a.Events, ph: ph, flow: i, line: a.line})
+	if t.exact || t.keep {
+		a.recordRaw(t, rawSlice{ts: e.TS, seq: a.Events, ph: ph, flow: i, line: a.line})
 	}
 	if !f.caught || !f.bound {
 		t.pending = append(t.pending, pendingFlow{ts: e.TS, line: int32(e.Line), next: cnext, i: i})
@@ -684,6 +696,7 @@ type flowEvent struct {
 	caught  bool // catapult finds a slice around it (or after it, if cnext)
 	bound   bool // Perfetto's slice stack holds a slice at it, surely
 	unbound bool // a replay found the stack empty at it (see PerfettoFlows)
+	exact   bool // of a track replayed: see ReplayedFlows
 }
 
 // FlowTracks returns the tracks with flow events whose binding in
@@ -709,6 +722,27 @@ func (a *Analyzer) PerfettoFlows(o *Analyzer) {
 		if i < len(o.flowEvs) && !a.flowEvs[i].bound {
 			a.flowEvs[i].bound = !o.flowEvs[i].unbound
 		}
+	}
+}
+
+// ReplayedFlows gives the flow events of the tracks a replayed the
+// verdicts the viewers give them: catapult's, as o found them (another
+// Analyzer of the same file, which followed those tracks as their events
+// came, or a itself, for tracks replayed from what it kept), and
+// Perfetto's, from the replay where o was not sure. A track replayed is
+// not followed as it comes, so a finds no slice around its flow events.
+// o may have stopped before the end: the flow events it did not read
+// keep a's verdicts. Call it after FinishExact.
+func (a *Analyzer) ReplayedFlows(o *Analyzer) {
+	for i := range a.flowEvs {
+		f := &a.flowEvs[i]
+		if !f.exact {
+			continue
+		}
+		if o != a && i < len(o.flowEvs) {
+			f.caught, f.bound = o.flowEvs[i].caught, o.flowEvs[i].bound
+		}
+		f.bound = f.bound || !f.unbound
 	}
 }
 
@@ -870,6 +904,7 @@ func anchor(v []byte) int64 {
 // not reported: the spans around them were still open, and their X
 // events, written when a span ends, were never written.
 func (a *Analyzer) Finish(unterminated bool) {
+	a.stopKeeping()
 	if a.Stats {
 		a.resolveDepths()
 	}
@@ -912,9 +947,10 @@ type OpenSpan struct {
 // both viewers draw it. It returns how many it ended. Call it before
 // Finish, once every event is added.
 func (a *Analyzer) EndOpen(ts int64) int {
+	a.stopKeeping()
 	n := 0
 	for _, t := range a.trackList {
-		for len(t.open) > 0 {
+		for !t.exact && len(t.open) > 0 { // an exact track's are its replay's
 			b := t.open[len(t.open)-1]
 			t.open = t.open[:len(t.open)-1]
 			if a.grouped {

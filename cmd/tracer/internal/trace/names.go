@@ -109,13 +109,7 @@ func (a *Analyzer) group() {
 			names = append(names, &NameStats{Name: key})
 		}
 		remap[i] = j
-		g := names[j]
-		g.Count += n.Count
-		g.Total += n.Total
-		g.Self += n.Self
-		g.Max = max(g.Max, n.Max)
-		g.MaxDepth = max(g.MaxDepth, n.MaxDepth)
-		g.Durations.Merge(&n.Durations)
+		names[j].merge(n)
 	}
 	for _, t := range a.trackList {
 		for i := range t.stack {
@@ -123,11 +117,11 @@ func (a *Analyzer) group() {
 				t.stack[i].name = remap[t.stack[i].name]
 			}
 		}
-		for i := range t.raw {
-			if t.raw[i].name >= 0 {
-				t.raw[i].name = remap[t.raw[i].name]
+		t.raw.each(func(r *rawSlice) {
+			if r.name >= 0 {
+				r.name = remap[r.name]
 			}
-		}
+		})
 		for i := range t.open {
 			o := &t.open[i]
 			if old := a.Names[o.name].Name; hasDigit([]byte(old)) {
@@ -137,6 +131,7 @@ func (a *Analyzer) group() {
 		}
 	}
 	a.remapSets(remap)
+	a.remapKept(remap)
 	a.Names, a.nameIdx = names, idx
 }
 

@@ -151,19 +151,21 @@ type track struct {
 	pending  []pendingFlow
 	busy     int64
 	slices   int64
-	levels   int32      // the deepest nesting seen, in levels
-	deep     bool       // nested past maxNesting levels: see Analyzer.Deep
-	roots    int        // stack[:roots] are top slices: see collapse
-	deepLine int32      // the first slice past maxNesting levels
-	last     int64      // latest end
-	exact    bool       // replayed at the end: see exact.go
-	tied     bool       // an E at the ts of a B before it, before the file's first X
-	tiedAt   int64      // the latest ts of such an E
-	overlaps int        // X events that overlap a slice without nesting
-	cuts     []int64    // where B events were cut (see noteCut)
-	tangled  bool       // a slice began where B events were cut
-	cutOpen  int        // open B events cut (openSpan.cut)
-	raw      []rawSlice // its slice events, if exact
+	levels   int32                // the deepest nesting seen, in levels
+	deep     bool                 // nested past maxNesting levels: see Analyzer.Deep
+	roots    int                  // stack[:roots] are top slices: see collapse
+	deepLine int32                // the first slice past maxNesting levels
+	last     int64                // latest end
+	exact    bool                 // replayed at the end: see exact.go
+	tied     bool                 // an E at the ts of a B before it, before the file's first X
+	tiedAt   int64                // the latest ts of such an E
+	overlaps int                  // X events that overlap a slice without nesting
+	cuts     []int64              // where B events were cut (see noteCut)
+	tangled  bool                 // a slice began where B events were cut
+	cutOpen  int                  // open B events cut (openSpan.cut)
+	raw      rawLog               // its slice events, if exact or kept
+	keep     bool                 // kept: see keep.go
+	local    map[int32]*NameStats // the numbers of its slices, while kept
 	// dropAt and mergeAt are the sizes of the tree past which bound
 	// tries its folds again, after one that left the tree large.
 	dropAt, mergeAt int
@@ -202,7 +204,7 @@ func (a *Analyzer) add(t *track, s, e int64, name int32, line int, be bool, seq 
 		// The usual case, made short: after every slice of a tree of
 		// top slices only, none of which it begins in or holds.
 		st = append(st, slice{start: s, end: e, seq: seq, sum: e - s, name: name, lineBE: lineBE(line, be), parent: -1})
-		a.addSelf(name, e-s)
+		a.addSelf(t, name, e-s)
 		t.busy += e - s
 		t.roots++
 		t.levels = max(t.levels, 1)
@@ -231,7 +233,7 @@ func (a *Analyzer) add(t *track, s, e int64, name int32, line int, be bool, seq 
 			// replays such a track (see exact.go).
 			t.tangled = t.tangled || q.be()
 			a.overlap(t, line, name, s, e, q)
-			a.addSelf(name, e-s)
+			a.addSelf(t, name, e-s)
 			t.busy += e - s
 			a.stacked += len(t.stack) - before // collapse may have dropped some
 			a.resolveFlows(t, s, e, be)
@@ -277,11 +279,11 @@ func (a *Analyzer) add(t *track, s, e int64, name int32, line int, be bool, seq 
 		}
 	}
 	a.steps += int64(k - pos)
-	a.addSelf(name, x.sum-x.kids)
+	a.addSelf(t, name, x.sum-x.kids)
 	if p >= 0 {
 		q := &st[p]
 		if q.name >= 0 {
-			a.subSelf(q.name, x.sum-x.kids)
+			a.subSelf(t, q.name, x.sum-x.kids)
 		}
 		q.kids += x.sum - x.kids
 	} else {

@@ -1,0 +1,128 @@
+package main
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/gotracer/tracer/cmd/tracer/internal/trace"
+	"github.com/gotracer/tracer/internal/tracefile"
+	"github.com/stretchr/testify/require"
+)
+
+// tieTrace returns a random trace of B and E events of a few threads
+// with ties (an E at the ts of a B before it, both orders of a B and E
+// at one ts, E events of other names: misplaced ends), flow events, and
+// perhaps an X: early, late, or last and followed by an event out of
+// order that makes Perfetto's sorter sort the ties. With distinct, its
+// span names hold ids, past the number at which stats groups them.
+func tieTrace(r *rand.Rand, distinct bool) string {
+	var b strings.Builder
+	b.WriteString("[\n")
+	names := []string{"parse", "emit", "walk"}
+	x := func(ts int64) {
+		fmt.Fprintf(&b, `{"name":"x","ph":"X","ts":%d,"dur":%d,"pid":1,"tid":%d},`+"\n", ts, r.IntN(5), 1+r.IntN(3))
+	}
+	events := 200 + r.IntN(400)
+	if distinct {
+		events = 10_500 * 2
+	}
+	xAt := r.IntN(events + 1) // where the X comes, if it comes
+	hasX := r.IntN(4) > 0
+	ts := [4]int64{}
+	open := [4][]string{}
+	for i := range events {
+		if hasX && i == xAt {
+			x(ts[1])
+		}
+		tid := 1 + r.IntN(3)
+		if r.IntN(3) > 0 {
+			ts[tid] += int64(r.IntN(3)) // ties, often
+		}
+		switch k := r.IntN(20); {
+		case k == 0:
+			ph := "sft"[r.IntN(3)]
+			fmt.Fprintf(&b, `{"name":"f","cat":"c","ph":"%c","id":%d,"ts":%d,"pid":1,"tid":%d},`+"\n", ph, r.IntN(4), ts[tid], tid)
+		case k < 10 || len(open[tid]) == 0:
+			name := names[r.IntN(len(names))]
+			if distinct {
+				name = fmt.Sprintf("request %d", i)
+			}
+			open[tid] = append(open[tid], name)
+			fmt.Fprintf(&b, `{"name":%q,"ph":"B","ts":%d,"pid":1,"tid":%d},`+"\n", name, ts[tid], tid)
+		default:
+			j := len(open[tid]) - 1
+			if r.IntN(8) == 0 {
+				j = r.IntN(len(open[tid])) // a misplaced end
+			}
+			name := open[tid][j]
+			open[tid] = append(open[tid][:j], open[tid][j+1:]...)
+			fmt.Fprintf(&b, `{"name":%q,"ph":"E","ts":%d,"pid":1,"tid":%d},`+"\n", name, ts[tid], tid)
+		}
+	}
+	if hasX && xAt == events {
+		x(ts[1] + 10)
+		if r.IntN(2) == 0 {
+			// Out of order: Perfetto's sorter sorts the ties from here.
+			x(int64(r.IntN(int(ts[1]) + 1)))
+		}
+	}
+	b.WriteString(`{"name":"end","ph":"i","s":"g","ts":0,"pid":1,"tid":1}` + "\n]\n")
+	return b.String()
+}
+
+// TestKeptReplayIsReadingAgain requires stats and check to say the same
+// of random traces with ties whether they replay the tracks they kept
+// (internal/trace/keep.go) or read the file again to replay them.
+func TestKeptReplayIsReadingAgain(t *testing.T) {
+	// Not parallel: it sets keepTracks.
+	dir := t.TempDir()
+	seeds := quickOr[uint64](60, 400)
+	seed0 := rand.Uint64()
+	t.Logf("seeds %d.. (%d)", seed0, seeds)
+	both := func(f func() any) (kept, again any) {
+		defer func() { keepTracks = true }()
+		keepTracks = true
+		kept = f()
+		keepTracks = false
+		return kept, f()
+	}
+	replayed := 0
+	for i := range seeds {
+		seed := seed0 + i
+		distinct := i%50 == 7
+		path := writeFile(t, dir, fmt.Sprintf("ties-%d.json", seed), tieTrace(rand.New(rand.NewPCG(seed, 3)), distinct))
+		kept, again := both(func() any {
+			s, err := computeStats(path, true)
+			require.NoError(t, err, "seed %d", seed)
+			return s
+		})
+		require.Equal(t, again, kept, "stats, seed %d", seed)
+		kept, again = both(func() any {
+			var said []tracefile.Problem
+			_, _, err := checkFile(path, true, func(p tracefile.Problem) { said = append(said, p) })
+			require.NoError(t, err, "seed %d", seed)
+			return said
+		})
+		require.Equal(t, again, kept, "check, seed %d", seed)
+		if replaysKept(t, path) {
+			replayed++
+		}
+	}
+	t.Logf("%d of %d replayed a kept track", replayed, seeds)
+	// Not a test of nothing: most seeds replay a kept track.
+	require.Greater(t, replayed, int(seeds)/4)
+}
+
+// replaysKept reports whether stats and check replay a track of the
+// file at path from what they kept.
+func replaysKept(t *testing.T, path string) bool {
+	in, err := openInput(path, true, nil)
+	require.NoError(t, err)
+	defer in.Close()
+	a := trace.NewAnalyzer()
+	a.Keep = true
+	require.NoError(t, in.each(func(ev *tracefile.Event) error { a.Add(ev); return nil }))
+	return a.Kept(a.Tangled())
+}
