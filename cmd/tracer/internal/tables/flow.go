@@ -131,18 +131,18 @@ func (b *Builder) bindFlows(t *track, r *node) error {
 
 // topAt returns the slice of r's subtree on top of trace_processor's
 // stack at ts, in r: the last slice begun at or before ts, going down,
-// but not into a B/E pair that ended before ts.
+// but not into a B/E pair that ended before ts. Children are in start
+// order: found by a binary search, as a slice may have thousands (a
+// Chromium task's).
 func topAt(r *node, ts int64) *node {
 	n := r
 	for {
-		var c *node
-		for _, k := range n.children {
-			if k.row.TS > ts {
-				break
-			}
-			c = k
+		i := sort.Search(len(n.children), func(i int) bool { return n.children[i].row.TS > ts })
+		if i == 0 {
+			return n
 		}
-		if c == nil || c.be && c.end < ts {
+		c := n.children[i-1]
+		if c.be && c.end < ts {
 			return n
 		}
 		n = c
