@@ -113,6 +113,7 @@ type Analyzer struct {
 	deep       bool  // a track went deep: see WentDeep
 	line       int32 // of the event being added
 	kept       int   // slice events kept: see keep.go
+	keptTracks int   // tracks kept
 	keepOff    bool  // past keepMax, no track is kept
 
 	cataOpen    map[string]*catapultThread // by pid and tid, what catapult holds open
@@ -224,7 +225,7 @@ func (a *Analyzer) track(e *tracefile.Event) *track {
 	t := a.tracks[k]
 	if t == nil {
 		t = &track{pid: clone(e.Pid), tid: clone(e.Tid), exact: a.ExactAll || a.Exact[k]}
-		t.keep = a.Keep && !t.exact && !a.sawX && !a.keepOff
+		a.newTrack(t)
 		a.tracks[k] = t
 		a.trackList = append(a.trackList, t)
 	}

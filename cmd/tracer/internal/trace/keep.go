@@ -17,12 +17,35 @@ package trace
 // of the others to the end. A track kept counts its slices in numbers of
 // its own, added to Names when it is dropped from the keep or at
 // ReplayKept: so a track replayed from what was kept counts only its
-// replay. The events kept are bounded (keepMax); past the bound every
-// track is dropped from the keep, and a track Tangled further on is read
-// again as before.
+// replay. The events and the tracks kept are bounded (keepMax,
+// keepTracksMax); past a bound every track is dropped from the keep, and
+// a track Tangled further on is read again as before.
 
-// keepMax is the most slice events an Analyzer keeps (40 bytes each).
-var keepMax = 1 << 20
+// keepMax is the most slice events an Analyzer keeps (40 bytes each),
+// and keepTracksMax the most tracks (a few hundred bytes each, before
+// their events: a file may have thousands of threads before its first
+// X, tens of thousands, each with a few events).
+var keepMax, keepTracksMax = 1 << 20, 4096
+
+// newTrack notes that t, new, is kept if the Analyzer keeps tracks.
+func (a *Analyzer) newTrack(t *track) {
+	if !a.Keep || t.exact || a.sawX || a.keepOff {
+		return
+	}
+	if a.keptTracks++; a.keptTracks > keepTracksMax {
+		a.dropKeep()
+		return
+	}
+	t.keep = true
+}
+
+// dropKeep drops every track from the keep, for good.
+func (a *Analyzer) dropKeep() {
+	a.keepOff = true
+	for _, t := range a.trackList {
+		a.unkeep(t)
+	}
+}
 
 // keepEvent keeps r if t is kept.
 func (a *Analyzer) keepEvent(t *track, r rawSlice) {
@@ -31,10 +54,7 @@ func (a *Analyzer) keepEvent(t *track, r rawSlice) {
 	}
 	t.raw.add(r)
 	if a.kept++; a.kept > keepMax {
-		a.keepOff = true
-		for _, t := range a.trackList {
-			a.unkeep(t)
-		}
+		a.dropKeep()
 	}
 }
 
@@ -98,12 +118,8 @@ func (a *Analyzer) ReplayKept(s TrackSet) {
 // stopKeeping drops every track from the keep, once every event was
 // added: EndOpen, FinishExact and Finish count in Names.
 func (a *Analyzer) stopKeeping() {
-	if !a.Keep || a.keepOff {
-		return
-	}
-	a.keepOff = true
-	for _, t := range a.trackList {
-		a.unkeep(t)
+	if a.Keep && !a.keepOff {
+		a.dropKeep()
 	}
 }
 

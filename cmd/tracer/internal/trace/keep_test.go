@@ -60,8 +60,9 @@ func finish(a *Analyzer, exact TrackSet) map[string][7]int64 {
 }
 
 // TestKeepBound requires a track tangled by a tie before the file's
-// first X to be kept whole within keepMax, and past it dropped, with
-// the numbers of every track kept so far counted as if none was kept.
+// first X to be kept whole within keepMax and keepTracksMax, and past
+// either dropped, with the numbers of every track kept so far counted as
+// if none was kept.
 func TestKeepBound(t *testing.T) {
 	text := keepTrace()
 	plain := follow(t, text, false)
@@ -70,16 +71,18 @@ func TestKeepBound(t *testing.T) {
 	want := finish(plain, nil)
 
 	for _, tc := range []struct {
-		max  int
-		kept bool
+		max, tracks int
+		kept        bool
 	}{
-		{1 << 20, true},
-		{100, false},   // past the bound before the second thread's names are grouped
-		{30000, false}, // past it after
+		{1 << 20, 4096, true},
+		{1 << 20, 2, true},
+		{100, 4096, false},   // past the bound before the second thread's names are grouped
+		{30000, 4096, false}, // past it after
+		{1 << 20, 1, false},  // past the bound of tracks at the second
 	} {
-		t.Run(fmt.Sprint(tc.max), func(t *testing.T) {
-			defer func(m int) { keepMax = m }(keepMax)
-			keepMax = tc.max
+		t.Run(fmt.Sprint(tc.max, "/", tc.tracks), func(t *testing.T) {
+			defer func(m, n int) { keepMax, keepTracksMax = m, n }(keepMax, keepTracksMax)
+			keepMax, keepTracksMax = tc.max, tc.tracks
 			a := follow(t, text, true)
 			require.Equal(t, tangled, a.Tangled())
 			require.Equal(t, tc.kept, a.Kept(tangled))
@@ -98,5 +101,28 @@ func TestKeepBound(t *testing.T) {
 			require.Equal(t, int64(0), want["inner"][1])
 			require.Equal(t, int64(4000), got["inner"][1])
 		})
+	}
+}
+
+// TestRawLog requires a rawLog to give back its events in order, in
+// chunks no larger than rawChunk, and to take little room for a few.
+func TestRawLog(t *testing.T) {
+	for _, n := range []int{0, 1, 32, 33, 4096, 10_000, 300_000} {
+		var l rawLog
+		for i := range n {
+			l.add(rawSlice{seq: int64(i)})
+		}
+		room := 0
+		for _, c := range l.chunks {
+			require.LessOrEqual(t, cap(c), rawChunk)
+			room += cap(c)
+		}
+		require.LessOrEqual(t, room, max(16, 2*n+rawChunk), "%d events", n)
+		evs := l.all()
+		require.Len(t, evs, n)
+		for i, r := range evs {
+			require.Equal(t, int64(i), r.seq)
+		}
+		require.Zero(t, l.n)
 	}
 }
