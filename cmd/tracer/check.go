@@ -96,8 +96,8 @@ func checkFile(path string, quiet bool, report func(tracefile.Problem), note ...
 		}
 	}
 	if tracks := a.FlowTracks().Union(a.Tangled()); a.Kept(tracks) {
-		// Kept as they came (a tie before the file's first X): replayed
-		// without reading the file again.
+		// Tangled by what came before the file's first X (a tie), kept
+		// as they came: replayed without reading the file again.
 		a.ReplayKept(tracks)
 		a.ReplayReports, a.OnProblem = true, replayReport
 		a.FinishExact(a.MaxTS)

@@ -202,8 +202,9 @@ func computeStats(path string, quiet bool) (*Stats, error) {
 	streamed, read := p.problems, p.problems
 	exact := p.a.Deep().Union(p.a.Tangled())
 	if !stopped && p.a.Kept(exact) {
-		// Tracks tangled only by a tie before the file's first X, kept
-		// as they came: replayed without reading the file again.
+		// Tracks tangled by what came before the file's first X (a
+		// tie), kept as they came: replayed without reading the file
+		// again.
 		p.a.ReplayKept(exact)
 		tooDeep, open = p.a.FinishExact(p.a.MaxTS)
 		p.a.ReplayedFlows(p.a)
