@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"math/rand/v2"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -113,6 +114,43 @@ func TestKeptReplayIsReadingAgain(t *testing.T) {
 	t.Logf("%d of %d replayed a kept track", replayed, seeds)
 	// Not a test of nothing: most seeds replay a kept track.
 	require.Greater(t, replayed, int(seeds)/4)
+}
+
+// TestKeptReplayOnRealFiles requires the same of the traces of real
+// tools (webpack's is replayed from what was kept), whole and cut, and
+// of every file of testdata/others.
+func TestKeptReplayOnRealFiles(t *testing.T) {
+	// Not parallel: it sets keepTracks.
+	seed := rand.Uint64()
+	paths, err := filepath.Glob(filepath.Join(corpusDir, "*"))
+	require.NoError(t, err)
+	for _, f := range toolFiles(t, t.TempDir(), seed) {
+		paths = append(paths, f.path)
+	}
+	replayed := 0
+	for _, path := range paths {
+		if strings.HasSuffix(path, ".md") || strings.HasSuffix(path, "verdicts.json") {
+			continue
+		}
+		var said [2][]string
+		var stats [2]*Stats
+		var errs [2]error
+		for i, keep := range []bool{true, false} {
+			keepTracks = keep
+			stats[i], errs[i] = computeStats(path, true)
+			_, _, err := checkFile(path, true, func(p tracefile.Problem) { said[i] = append(said[i], fmt.Sprint(p.Line, p.Msg)) })
+			require.NoError(t, err, path)
+		}
+		keepTracks = true
+		require.Equal(t, errs[1], errs[0], path)
+		require.Equal(t, stats[1], stats[0], "stats of %s", path)
+		require.Equal(t, said[1], said[0], "check of %s", path)
+		if replaysKept(t, path) {
+			replayed++
+		}
+	}
+	t.Logf("%d of %d files replayed a kept track", replayed, len(paths))
+	require.Positive(t, replayed)
 }
 
 // replaysKept reports whether stats and check replay a track of the
