@@ -43,7 +43,7 @@ func runCut(args []string, stdout, stderr io.Writer) error {
 	c := &cutter{
 		from: int64(*from), to: int64(*to), pid: *pid, tid: *tid,
 		name: *name, cat: *cat,
-		open: map[string]*[]pendingSpan{}, names: map[string]string{}, flows: map[string]*cutFlow{},
+		open: map[string]*stack[pendingSpan]{}, names: map[string]string{}, flows: map[string]*cutFlow{},
 		counters: map[string]pendingSpan{},
 	}
 	if *to == 0 {
@@ -107,13 +107,14 @@ type cutter struct {
 	clipped   int
 	seq       int64
 
-	open     map[string]*[]pendingSpan // per track (or async id), the B (b) events yet to end
-	names    map[string]string         // the names of B (b) events, each held once
-	key      []byte                    // the track of the event being read
-	nameBuf  []byte                    // its name, decoded
-	flows    map[string]*cutFlow       // per flow id
-	counters map[string]pendingSpan    // per series, its last value before the window
-	held     []heldSpan                // spans clipped, written at the end
+	open     map[string]*stack[pendingSpan] // per track (or async id), the B (b) events yet to end
+	spare    []*stack[pendingSpan]          // emptied, for the next track or id to open one
+	names    map[string]string              // the names of B (b) events, each held once
+	key      []byte                         // the track of the event being read
+	nameBuf  []byte                         // its name, decoded
+	flows    map[string]*cutFlow            // per flow id
+	counters map[string]pendingSpan         // per series, its last value before the window
+	held     []heldSpan                     // spans clipped, written at the end
 }
 
 // A pendingSpan is a copy of an event whose end, or whose place in the
@@ -303,10 +304,14 @@ func (c *cutter) begin(k []byte, ev *tracefile.Event) {
 	}
 	st := c.open[string(k)]
 	if st == nil {
-		st = new([]pendingSpan)
+		if n := len(c.spare); n > 0 {
+			st, c.spare = c.spare[n-1], c.spare[:n-1]
+		} else {
+			st = new(stack[pendingSpan])
+		}
 		c.open[string(k)] = st
 	}
-	*st = append(*st, p)
+	st.Push(p)
 }
 
 // intern returns name decoded, as a string held once for every B of that
@@ -326,21 +331,21 @@ func (c *cutter) intern(name tracefile.Str) string {
 // end follows an E or e event on track k: it ends the innermost open
 // span (of its name, if name is set).
 func (c *cutter) end(k []byte, ev *tracefile.Event, name []byte) {
-	sp := c.open[string(k)]
-	if sp == nil {
+	st := c.open[string(k)]
+	if st == nil {
 		return
 	}
-	st := *sp
-	i := len(st) - 1
-	for len(name) > 0 && i >= 0 && st[i].name != string(name) {
+	i := st.Len() - 1
+	for len(name) > 0 && i >= 0 && st.At(i).name != string(name) {
 		i--
 	}
 	if i < 0 {
 		return
 	}
-	p := st[i]
-	if *sp = append(st[:i], st[i+1:]...); len(*sp) == 0 {
+	p := *st.At(i)
+	if st.Remove(i); st.Len() == 0 {
 		delete(c.open, string(k))
+		c.spare = append(c.spare, st)
 	}
 	switch {
 	case !p.keep || !ev.HasTS:
@@ -438,9 +443,9 @@ func (c *cutter) retime(raw []byte, tsSpan tracefile.Span, ts int64) []byte {
 func (c *cutter) finish() {
 	end := min(c.to, c.maxTS)
 	for _, k := range slices.Sorted(maps.Keys(c.open)) {
-		st := *c.open[k]
-		for i := len(st) - 1; i >= 0; i-- {
-			p := st[i]
+		st := c.open[k]
+		for i := st.Len() - 1; i >= 0; i-- {
+			p := *st.At(i)
 			switch {
 			case !p.keep:
 			case p.written && c.to != math.MaxInt64:
