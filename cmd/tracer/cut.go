@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gotracer/tracer/cmd/tracer/internal/chunk"
 	"github.com/gotracer/tracer/internal/tracefile"
 )
 
@@ -43,7 +44,7 @@ func runCut(args []string, stdout, stderr io.Writer) error {
 	c := &cutter{
 		from: int64(*from), to: int64(*to), pid: *pid, tid: *tid,
 		name: *name, cat: *cat,
-		open: map[string]*stack[pendingSpan]{}, names: map[string]string{}, flows: map[string]*cutFlow{},
+		open: map[string]*chunk.Stack[pendingSpan]{}, names: map[string]string{}, flows: map[string]*cutFlow{},
 		counters: map[string]pendingSpan{},
 	}
 	if *to == 0 {
@@ -107,8 +108,8 @@ type cutter struct {
 	clipped   int
 	seq       int64
 
-	open     map[string]*stack[pendingSpan] // per track (or async id), the B (b) events yet to end
-	spare    []*stack[pendingSpan]          // emptied, for the next track or id to open one
+	open     map[string]*chunk.Stack[pendingSpan] // per track (or async id), the B (b) events yet to end
+	spare    []*chunk.Stack[pendingSpan]          // emptied, for the next track or id to open one
 	names    map[string]string              // the names of B (b) events, each held once
 	key      []byte                         // the track of the event being read
 	nameBuf  []byte                         // its name, decoded
@@ -307,7 +308,7 @@ func (c *cutter) begin(k []byte, ev *tracefile.Event) {
 		if n := len(c.spare); n > 0 {
 			st, c.spare = c.spare[n-1], c.spare[:n-1]
 		} else {
-			st = new(stack[pendingSpan])
+			st = new(chunk.Stack[pendingSpan])
 		}
 		c.open[string(k)] = st
 	}

@@ -109,56 +109,12 @@ func (a *Analyzer) record(t *track, ph byte, ts, dur int64, name int32, named bo
 func (a *Analyzer) recordRaw(t *track, r rawSlice) bool {
 	switch {
 	case t.exact:
-		t.raw.add(r)
+		t.raw.Push(r)
 		return true
 	case t.keep:
 		a.keepEvent(t, r)
 	}
 	return false
-}
-
-// rawChunk is the most rawSlices a rawLog allocates at a time.
-const rawChunk = 4096
-
-// A rawLog holds a track's slice events in chunks, of 16 events, then
-// twice as many as the chunk before, up to rawChunk: a slice grown by
-// append would copy what it holds at each growth and touch twice the
-// memory it ends with, fresh memory each time, which cost ten times the
-// chunks' time where page faults are dear (measured: 225,000 events,
-// 32 ms against 3.6); and every track of a file is kept until its first
-// X (see keep.go), thousands of them in some files, most with a few
-// events.
-type rawLog struct {
-	chunks [][]rawSlice
-	n      int
-}
-
-func (l *rawLog) add(r rawSlice) {
-	if k := len(l.chunks); k == 0 || len(l.chunks[k-1]) == cap(l.chunks[k-1]) {
-		l.chunks = append(l.chunks, make([]rawSlice, 0, min(16<<min(k, 8), rawChunk)))
-	}
-	c := &l.chunks[len(l.chunks)-1]
-	*c = append(*c, r)
-	l.n++
-}
-
-// all returns the events in one slice, to sort; the log is then empty.
-func (l *rawLog) all() []rawSlice {
-	evs := make([]rawSlice, 0, l.n)
-	for _, c := range l.chunks {
-		evs = append(evs, c...)
-	}
-	*l = rawLog{}
-	return evs
-}
-
-// each calls f with each event, to change it.
-func (l *rawLog) each(f func(*rawSlice)) {
-	for _, c := range l.chunks {
-		for i := range c {
-			f(&c[i])
-		}
-	}
 }
 
 // A simSlice is a slice in a replay: its end is -1 while it is open.
@@ -178,7 +134,7 @@ type simSlice struct {
 func (a *Analyzer) FinishExact(end int64) (dropped, open int) {
 	a.stopKeeping()
 	for _, t := range a.trackList {
-		if !t.exact || t.raw.n == 0 {
+		if !t.exact || t.raw.Len() == 0 {
 			continue
 		}
 		d, o, line := a.replay(t, end)
@@ -232,7 +188,7 @@ func (a *Analyzer) sortRaw(evs []rawSlice) {
 // Perfetto drops for their depth, the line of the first, and how many B
 // events were still open at end.
 func (a *Analyzer) replay(t *track, end int64) (dropped, open int, firstDropped int32) {
-	evs := t.raw.all()
+	evs := t.raw.Slice()
 	a.sortRaw(evs)
 	all := make([]simSlice, 0, len(evs)) // a slice per event at most
 	// The thread's track's stack, then those of its overflow tracks:

@@ -1,5 +1,7 @@
 package trace
 
+import "github.com/gotracer/tracer/cmd/tracer/internal/chunk"
+
 // Tracks kept, to replay without reading the file again.
 //
 // A track is replayed (see exact.go) when its stream cannot follow what
@@ -52,7 +54,7 @@ func (a *Analyzer) keepEvent(t *track, r rawSlice) {
 	if !t.keep {
 		return
 	}
-	t.raw.add(r)
+	t.raw.Push(r)
 	if a.kept++; a.kept > keepMax {
 		a.dropKeep()
 	}
@@ -79,8 +81,8 @@ func (a *Analyzer) unkeep(t *track) {
 	for name, n := range t.local {
 		a.Names[name].merge(n)
 	}
-	a.kept -= t.raw.n
-	t.keep, t.local, t.raw = false, nil, rawLog{}
+	a.kept -= t.raw.Len()
+	t.keep, t.local, t.raw = false, nil, chunk.Stack[rawSlice]{}
 }
 
 // Kept reports whether the slice events of every track of s were kept
@@ -105,8 +107,8 @@ func (a *Analyzer) ReplayKept(s TrackSet) {
 		t := a.tracks[k]
 		t.keep, t.exact, t.local = false, true, nil
 		t.stack, t.roots, t.busy, t.slices = nil, 0, 0, 0
-		a.kept -= t.raw.n
-		t.raw.each(func(r *rawSlice) {
+		a.kept -= t.raw.Len()
+		t.raw.Each(func(r *rawSlice) {
 			if r.ph == 's' || r.ph == 't' || r.ph == 'f' {
 				a.flowEvs[r.flow].exact = true
 			}

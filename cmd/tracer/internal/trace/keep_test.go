@@ -103,26 +103,3 @@ func TestKeepBound(t *testing.T) {
 		})
 	}
 }
-
-// TestRawLog requires a rawLog to give back its events in order, in
-// chunks no larger than rawChunk, and to take little room for a few.
-func TestRawLog(t *testing.T) {
-	for _, n := range []int{0, 1, 32, 33, 4096, 10_000, 300_000} {
-		var l rawLog
-		for i := range n {
-			l.add(rawSlice{seq: int64(i)})
-		}
-		room := 0
-		for _, c := range l.chunks {
-			require.LessOrEqual(t, cap(c), rawChunk)
-			room += cap(c)
-		}
-		require.LessOrEqual(t, room, max(16, 2*n+rawChunk), "%d events", n)
-		evs := l.all()
-		require.Len(t, evs, n)
-		for i, r := range evs {
-			require.Equal(t, int64(i), r.seq)
-		}
-		require.Zero(t, l.n)
-	}
-}

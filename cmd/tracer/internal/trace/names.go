@@ -117,7 +117,7 @@ func (a *Analyzer) group() {
 				t.stack[i].name = remap[t.stack[i].name]
 			}
 		}
-		t.raw.each(func(r *rawSlice) {
+		t.raw.Each(func(r *rawSlice) {
 			if r.name >= 0 {
 				r.name = remap[r.name]
 			}

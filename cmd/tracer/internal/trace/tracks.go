@@ -4,6 +4,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/gotracer/tracer/cmd/tracer/internal/chunk"
 	"github.com/gotracer/tracer/internal/tracefile"
 )
 
@@ -151,21 +152,21 @@ type track struct {
 	pending  []pendingFlow
 	busy     int64
 	slices   int64
-	levels   int32                // the deepest nesting seen, in levels
-	deep     bool                 // nested past maxNesting levels: see Analyzer.Deep
-	roots    int                  // stack[:roots] are top slices: see collapse
-	deepLine int32                // the first slice past maxNesting levels
-	last     int64                // latest end
-	exact    bool                 // replayed at the end: see exact.go
-	tied     bool                 // an E at the ts of a B before it, before the file's first X
-	tiedAt   int64                // the latest ts of such an E
-	overlaps int                  // X events that overlap a slice without nesting
-	cuts     []int64              // where B events were cut (see noteCut)
-	tangled  bool                 // a slice began where B events were cut
-	cutOpen  int                  // open B events cut (openSpan.cut)
-	raw      rawLog               // its slice events, if exact or kept
-	keep     bool                 // kept: see keep.go
-	local    map[int32]*NameStats // the numbers of its slices, while kept
+	levels   int32                 // the deepest nesting seen, in levels
+	deep     bool                  // nested past maxNesting levels: see Analyzer.Deep
+	roots    int                   // stack[:roots] are top slices: see collapse
+	deepLine int32                 // the first slice past maxNesting levels
+	last     int64                 // latest end
+	exact    bool                  // replayed at the end: see exact.go
+	tied     bool                  // an E at the ts of a B before it, before the file's first X
+	tiedAt   int64                 // the latest ts of such an E
+	overlaps int                   // X events that overlap a slice without nesting
+	cuts     []int64               // where B events were cut (see noteCut)
+	tangled  bool                  // a slice began where B events were cut
+	cutOpen  int                   // open B events cut (openSpan.cut)
+	raw      chunk.Stack[rawSlice] // its slice events, if exact or kept
+	keep     bool                  // kept: see keep.go
+	local    map[int32]*NameStats  // the numbers of its slices, while kept
 	// dropAt and mergeAt are the sizes of the tree past which bound
 	// tries its folds again, after one that left the tree large.
 	dropAt, mergeAt int

@@ -1,4 +1,4 @@
-package main
+package chunk
 
 import (
 	"math/rand/v2"
@@ -14,7 +14,7 @@ func TestStack(t *testing.T) {
 	seed := rand.Uint64()
 	t.Logf("seed %d", seed)
 	r := rand.New(rand.NewPCG(seed, 5))
-	var s stack[int]
+	var s Stack[int]
 	var want []int
 	for step := range 40_000 {
 		switch {
@@ -41,4 +41,9 @@ func TestStack(t *testing.T) {
 		}
 	}
 	require.Greater(t, len(s.chunks), stackSmall, "past the small chunks")
+	var each []int
+	s.Each(func(v *int) { each = append(each, *v) })
+	require.Equal(t, want, each)
+	require.Equal(t, want, s.Slice())
+	require.Zero(t, s.Len())
 }
