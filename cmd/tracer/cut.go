@@ -110,12 +110,12 @@ type cutter struct {
 
 	open     map[string]*chunk.Stack[pendingSpan] // per track (or async id), the B (b) events yet to end
 	spare    []*chunk.Stack[pendingSpan]          // emptied, for the next track or id to open one
-	names    map[string]string              // the names of B (b) events, each held once
-	key      []byte                         // the track of the event being read
-	nameBuf  []byte                         // its name, decoded
-	flows    map[string]*cutFlow            // per flow id
-	counters map[string]pendingSpan         // per series, its last value before the window
-	held     []heldSpan                     // spans clipped, written at the end
+	names    map[string]string                    // the names of B (b) events, each held once
+	key      []byte                               // the track of the event being read
+	nameBuf  []byte                               // its name, decoded
+	flows    map[string]*cutFlow                  // per flow id
+	counters map[string]pendingSpan               // per series, its last value before the window
+	held     []heldSpan                           // spans clipped, written at the end
 }
 
 // A pendingSpan is a copy of an event whose end, or whose place in the
