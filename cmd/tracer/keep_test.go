@@ -132,20 +132,22 @@ func TestKeptReplayOnRealFiles(t *testing.T) {
 		if strings.HasSuffix(path, ".md") || strings.HasSuffix(path, "verdicts.json") {
 			continue
 		}
+		// A file cut in its gzip header is not read at all: both ways
+		// say so alike.
 		var said [2][]string
 		var stats [2]*Stats
-		var errs [2]error
+		var errs, checkErrs [2]error
 		for i, keep := range []bool{true, false} {
 			keepTracks = keep
 			stats[i], errs[i] = computeStats(path, true)
-			_, _, err := checkFile(path, true, func(p tracefile.Problem) { said[i] = append(said[i], fmt.Sprint(p.Line, p.Msg)) })
-			require.NoError(t, err, path)
+			_, _, checkErrs[i] = checkFile(path, true, func(p tracefile.Problem) { said[i] = append(said[i], fmt.Sprint(p.Line, p.Msg)) })
 		}
 		keepTracks = true
 		require.Equal(t, errs[1], errs[0], path)
+		require.Equal(t, checkErrs[1], checkErrs[0], path)
 		require.Equal(t, stats[1], stats[0], "stats of %s", path)
 		require.Equal(t, said[1], said[0], "check of %s", path)
-		if replaysKept(t, path) {
+		if checkErrs[0] == nil && replaysKept(t, path) {
 			replayed++
 		}
 	}

@@ -114,7 +114,7 @@ type Analyzer struct {
 	line       int32 // of the event being added
 	kept       int   // slice events kept: see keep.go
 	keptTracks int   // tracks kept
-	keepOff    bool  // past keepMax, no track is kept
+	keepOff    bool  // no track is kept from here on: past a bound, or at the end
 
 	cataOpen    map[string]*catapultThread // by pid and tid, what catapult holds open
 	keyBuf      []byte                     // scratch
