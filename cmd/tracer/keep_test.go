@@ -82,32 +82,15 @@ func TestKeptReplayIsReadingAgain(t *testing.T) {
 	seeds := quickOr[uint64](60, 400)
 	seed0 := rand.Uint64()
 	t.Logf("seeds %d.. (%d)", seed0, seeds)
-	both := func(f func() any) (kept, again any) {
-		defer func() { keepTracks = true }()
-		keepTracks = true
-		kept = f()
-		keepTracks = false
-		return kept, f()
-	}
 	replayed := 0
 	for i := range seeds {
 		seed := seed0 + i
 		distinct := i%50 == 7
 		path := writeFile(t, dir, fmt.Sprintf("ties-%d.json", seed), tieTrace(rand.New(rand.NewPCG(seed, 3)), distinct))
-		kept, again := both(func() any {
-			s, err := computeStats(path, true)
-			require.NoError(t, err, "seed %d", seed)
-			return s
-		})
-		require.Equal(t, again, kept, "stats, seed %d", seed)
-		kept, again = both(func() any {
-			var said []tracefile.Problem
-			_, _, err := checkFile(path, true, func(p tracefile.Problem) { said = append(said, p) })
-			require.NoError(t, err, "seed %d", seed)
-			return said
-		})
-		require.Equal(t, again, kept, "check, seed %d", seed)
-		if replaysKept(t, path) {
+		kept, ok := sameBothWays(t, path)
+		require.NoError(t, kept.statsErr, "seed %d", seed)
+		require.NoError(t, kept.checkErr, "seed %d", seed)
+		if ok {
 			replayed++
 		}
 	}
@@ -133,26 +116,40 @@ func TestKeptReplayOnRealFiles(t *testing.T) {
 			continue
 		}
 		// A file cut in its gzip header is not read at all: both ways
-		// say so alike.
-		var said [2][]string
-		var stats [2]*Stats
-		var errs, checkErrs [2]error
-		for i, keep := range []bool{true, false} {
-			keepTracks = keep
-			stats[i], errs[i] = computeStats(path, true)
-			_, _, checkErrs[i] = checkFile(path, true, func(p tracefile.Problem) { said[i] = append(said[i], fmt.Sprint(p.Line, p.Msg)) })
-		}
-		keepTracks = true
-		require.Equal(t, errs[1], errs[0], path)
-		require.Equal(t, checkErrs[1], checkErrs[0], path)
-		require.Equal(t, stats[1], stats[0], "stats of %s", path)
-		require.Equal(t, said[1], said[0], "check of %s", path)
-		if checkErrs[0] == nil && replaysKept(t, path) {
+		// must say so alike.
+		if _, ok := sameBothWays(t, path); ok {
 			replayed++
 		}
 	}
 	t.Logf("%d of %d files replayed a kept track", replayed, len(paths))
 	require.Positive(t, replayed)
+}
+
+// bothWays is what stats and check say of a file.
+type bothWays struct {
+	stats    *Stats
+	statsErr error
+	said     []tracefile.Problem
+	checkErr error
+}
+
+// sameBothWays requires stats and check to say the same of the file at
+// path, errors included, whether they replay the tracks they kept or
+// read the file again; it returns what they said, and whether they
+// replay a kept track.
+func sameBothWays(t *testing.T, path string) (bothWays, bool) {
+	t.Helper()
+	defer func() { keepTracks = true }()
+	var got [2]bothWays
+	for i, keep := range []bool{true, false} {
+		keepTracks = keep
+		w := &got[i]
+		w.stats, w.statsErr = computeStats(path, true)
+		_, _, w.checkErr = checkFile(path, true, func(p tracefile.Problem) { w.said = append(w.said, p) })
+	}
+	keepTracks = true
+	require.Equal(t, got[1], got[0], "the file read again, then replayed from what was kept: %s", path)
+	return got[0], got[0].checkErr == nil && replaysKept(t, path)
 }
 
 // replaysKept reports whether stats and check replay a track of the

@@ -16,24 +16,23 @@ type Stack[T any] struct {
 	n      int
 }
 
+// maxChunk is the most values in a chunk; the chunks before the first
+// of that size hold 1, 2, 4 ... values, smallChunks of them.
 const (
-	stackFirst = 1    // values in the first chunk
-	stackMax   = 1024 // values in a chunk at most
-	stackSmall = 10   // chunks before the first of stackMax values
-	stackBelow = stackFirst * (1<<stackSmall - 1)
+	maxChunk    = 1024
+	smallChunks = 10 // 1<<smallChunks == maxChunk
+	inSmall     = 1<<smallChunks - 1
 )
 
-// chunkSize is the size of the k-th chunk.
-func chunkSize(k int) int { return min(stackFirst<<min(k, stackSmall), stackMax) }
-
-// where returns the chunk and the place in it of the i-th value.
+// where returns the chunk and the place in it of the i-th value: the
+// k-th of the small chunks holds values 2^k-1 to 2^(k+1)-2.
 func where(i int) (k, j int) {
-	if i < stackBelow {
-		k = bits.Len(uint(i/stackFirst+1)) - 1
-		return k, i - stackFirst*(1<<k-1)
+	if i < inSmall {
+		k = bits.Len(uint(i+1)) - 1
+		return k, i - (1<<k - 1)
 	}
-	i -= stackBelow
-	return stackSmall + i/stackMax, i % stackMax
+	i -= inSmall
+	return smallChunks + i/maxChunk, i % maxChunk
 }
 
 // Len returns the number of values.
@@ -49,7 +48,7 @@ func (s *Stack[T]) At(i int) *T {
 func (s *Stack[T]) Push(v T) {
 	k, j := where(s.n)
 	if k == len(s.chunks) {
-		s.chunks = append(s.chunks, make([]T, chunkSize(k)))
+		s.chunks = append(s.chunks, make([]T, 1<<min(k, smallChunks)))
 	}
 	s.chunks[k][j] = v
 	s.n++

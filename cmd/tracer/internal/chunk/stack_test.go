@@ -40,7 +40,10 @@ func TestStack(t *testing.T) {
 			}
 		}
 	}
-	require.Greater(t, len(s.chunks), stackSmall, "past the small chunks")
+	require.Greater(t, len(s.chunks), smallChunks, "past the small chunks")
+	for k, c := range s.chunks {
+		require.Len(t, c, min(1<<k, maxChunk), "chunk %d", k)
+	}
 	var each []int
 	s.Each(func(v *int) { each = append(each, *v) })
 	require.Equal(t, want, each)

@@ -49,11 +49,8 @@ func (a *Analyzer) dropKeep() {
 	}
 }
 
-// keepEvent keeps r if t is kept.
+// keepEvent keeps r of t, a kept track.
 func (a *Analyzer) keepEvent(t *track, r rawSlice) {
-	if !t.keep {
-		return
-	}
 	t.raw.Push(r)
 	if a.kept++; a.kept > keepMax {
 		a.dropKeep()
