@@ -29,8 +29,8 @@ type DB struct {
 	// only the time of that.
 	MaxPending int
 
-	conn  driver.Conn // the connection of the appenders but the slices'
-	slice driver.Conn // the slices' appender's: it runs on a goroutine of its own
+	conn   driver.Conn // the Appenders' connection (see Load)
+	slices *sql.Conn   // the slices': their INSERT runs on it (see slices.go)
 }
 
 // Open returns an empty in-memory database.
@@ -41,7 +41,7 @@ func Open() (*DB, error) {
 	}
 	db := &DB{DB: sql.OpenDB(c)}
 	if db.conn, err = c.Connect(context.Background()); err == nil {
-		db.slice, err = c.Connect(context.Background())
+		db.slices, err = db.DB.Conn(context.Background())
 	}
 	if err != nil {
 		db.Close()
@@ -53,10 +53,11 @@ func Open() (*DB, error) {
 // Close closes the database.
 func (db *DB) Close() error {
 	var errs []error
-	for _, c := range []driver.Conn{db.conn, db.slice} {
-		if c != nil {
-			errs = append(errs, c.Close())
-		}
+	if db.slices != nil {
+		errs = append(errs, db.slices.Close())
+	}
+	if db.conn != nil {
+		errs = append(errs, db.conn.Close())
 	}
 	return errors.Join(append(errs, db.DB.Close())...)
 }
@@ -74,35 +75,54 @@ var rowTypes = []struct {
 	{"process", reflect.TypeFor[tables.Process]()},
 }
 
-// createTable returns the CREATE TABLE statement of a row type, its
-// columns named as in its parquet tags, so that both outputs agree.
-func createTable(name string, t reflect.Type) string {
-	var cols []string
+// sliceType is the slice table's row type.
+var sliceType = rowTypes[0].typ
+
+// A column is a column of a table, named as in its row type's parquet
+// tags, so that both outputs agree.
+type column struct {
+	name     string
+	sqlType  string // NOT NULL but for a pointer field's
+	duckType duck.Type
+}
+
+// columnsOf returns the columns of a row type.
+func columnsOf(t reflect.Type) []column {
+	var cols []column
 	for i := range t.NumField() {
 		f := t.Field(i)
-		col, _, _ := strings.Cut(f.Tag.Get("parquet"), ",")
+		name, _, _ := strings.Cut(f.Tag.Get("parquet"), ",")
 		typ := f.Type
 		null := typ.Kind() == reflect.Pointer
 		if null {
 			typ = typ.Elem()
 		}
-		var sqlType string
+		c := column{name: name}
 		switch typ.Kind() {
 		case reflect.Int64:
-			sqlType = "BIGINT"
+			c.sqlType, c.duckType = "BIGINT", duck.TYPE_BIGINT
 		case reflect.Int32:
-			sqlType = "INTEGER"
+			c.sqlType, c.duckType = "INTEGER", duck.TYPE_INTEGER
 		case reflect.Float64:
-			sqlType = "DOUBLE"
+			c.sqlType, c.duckType = "DOUBLE", duck.TYPE_DOUBLE
 		case reflect.String:
-			sqlType = "VARCHAR"
+			c.sqlType, c.duckType = "VARCHAR", duck.TYPE_VARCHAR
 		default:
 			panic("tables: a column of type " + typ.String())
 		}
 		if !null {
-			sqlType += " NOT NULL"
+			c.sqlType += " NOT NULL"
 		}
-		cols = append(cols, fmt.Sprintf("%q %s", col, sqlType))
+		cols = append(cols, c)
+	}
+	return cols
+}
+
+// createTable returns the CREATE TABLE statement of a row type.
+func createTable(name string, t reflect.Type) string {
+	var cols []string
+	for _, c := range columnsOf(t) {
+		cols = append(cols, fmt.Sprintf("%q %s", c.name, c.sqlType))
 	}
 	return fmt.Sprintf("CREATE TABLE %q (%s)", name, strings.Join(cols, ", "))
 }
@@ -120,32 +140,26 @@ func (db *DB) Load(paths []string) (tables.Report, error) {
 		if _, err := db.Exec(createTable(rt.name, rt.typ)); err != nil {
 			return tables.Report{}, err
 		}
-		conn := db.conn
-		if rt.name == "slice" {
-			conn = db.slice
+		if rt.typ == sliceType {
+			continue // see slices.go
 		}
-		a, err := duck.NewAppenderFromConn(conn, "", rt.name)
+		a, err := duck.NewAppenderFromConn(db.conn, "", rt.name)
 		if err != nil {
 			return tables.Report{}, err
 		}
 		s.app = append(s.app, a)
 	}
-	slices := s.app[0]
-	s.slices = tables.NewPipe(func(rows []tables.Slice) error {
-		for i := range rows {
-			r := &rows[i]
-			if err := slices.AppendRow(r.ID, r.TS, r.Dur, r.TrackID, r.Category, r.Name, r.Depth, null(r.ParentID), null(r.Args), null(r.Utid), null(r.Upid)); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	loader, err := loadSlices(db.slices)
+	if err != nil {
+		return tables.Report{}, err
+	}
+	s.slices = tables.NewPipe(loader.write)
 	b := tables.NewBuilder(s)
 	b.MaxPending = db.MaxPending
 	if b.MaxPending <= 0 {
 		b.MaxPending = DefaultMaxPending
 	}
-	err := errors.Join(b.Build(paths, nil), s.slices.Close())
+	err = errors.Join(b.Build(paths, nil), s.slices.Close(), loader.finish())
 	for _, a := range s.app {
 		err = errors.Join(err, a.Close())
 	}
@@ -161,10 +175,9 @@ func (db *DB) Load(paths []string) (tables.Report, error) {
 	return rep, err
 }
 
-// A sink appends rows to the tables, through one Appender per table in
-// the order of rowTypes. The slices, most of the rows, are appended on a
-// goroutine of their own (see tables.Pipe), on a connection of their
-// own: appending a row costs about as much as reading it.
+// A sink hands the slices to a Pipe, whose goroutine inserts them (see
+// slices.go), and appends the other rows through one Appender per table,
+// in the order of rowTypes but the slices'.
 type sink struct {
 	app    []*duck.Appender
 	slices *tables.Pipe[tables.Slice]
@@ -181,21 +194,21 @@ func null[T any](p *T) driver.Value {
 func (s *sink) Slice(r *tables.Slice) error { return s.slices.Add(r) }
 
 func (s *sink) Counter(r *tables.Counter) error {
-	return s.app[1].AppendRow(r.ID, r.TS, r.TrackID, r.Value, r.Name, r.Upid)
+	return s.app[0].AppendRow(r.ID, r.TS, r.TrackID, r.Value, r.Name, r.Upid)
 }
 
 func (s *sink) Flow(r *tables.Flow) error {
-	return s.app[2].AppendRow(r.ID, r.SliceOut, r.SliceIn, r.Name, r.Category)
+	return s.app[1].AppendRow(r.ID, r.SliceOut, r.SliceIn, r.Name, r.Category)
 }
 
 func (s *sink) Track(r *tables.Track) error {
-	return s.app[3].AppendRow(r.ID, r.Name, r.Type, null(r.Utid), null(r.Upid))
+	return s.app[2].AppendRow(r.ID, r.Name, r.Type, null(r.Utid), null(r.Upid))
 }
 
 func (s *sink) Thread(r *tables.Thread) error {
-	return s.app[4].AppendRow(r.Utid, r.Tid, r.Name, r.Upid)
+	return s.app[3].AppendRow(r.Utid, r.Tid, r.Name, r.Upid)
 }
 
 func (s *sink) Process(r *tables.Process) error {
-	return s.app[5].AppendRow(r.Upid, r.Pid, r.Name, r.File, null(r.TS0UnixNS), r.Offset)
+	return s.app[4].AppendRow(r.Upid, r.Pid, r.Name, r.File, null(r.TS0UnixNS), r.Offset)
 }

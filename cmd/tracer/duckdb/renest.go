@@ -2,9 +2,13 @@ package duckdb
 
 import (
 	"context"
-	"database/sql"
+	"database/sql/driver"
+	"errors"
 	"fmt"
+	"io"
 	"math"
+	"strconv"
+	"strings"
 
 	duck "github.com/duckdb/duckdb-go/v2"
 )
@@ -46,16 +50,12 @@ func (db *DB) renest(tracks []int64) (dropped int64, err error) {
 	if err != nil {
 		return 0, err
 	}
-	changed := 0
-	for _, track := range tracks {
-		n, err := db.renestTrack(ctx, app, track)
-		changed += n
-		if err != nil {
-			app.Close()
-			return 0, err
-		}
-	}
-	if err := app.Close(); err != nil || changed == 0 {
+	var changed int
+	err = db.slices.Raw(func(conn any) (err error) {
+		changed, err = renestTracks(ctx, conn.(driver.QueryerContext), app, tracks)
+		return err
+	})
+	if err = errors.Join(err, app.Close()); err != nil || changed == 0 {
 		return 0, err
 	}
 	if _, err := db.ExecContext(ctx, fmt.Sprintf(`UPDATE slice SET depth = r.depth, parent_id = r.parent_id FROM %s r WHERE slice.id = r.id`, renestTable)); err != nil {
@@ -68,11 +68,20 @@ func (db *DB) renest(tracks []int64) (dropped int64, err error) {
 	return res.RowsAffected()
 }
 
-// renestTrack nests the slices of one track again, appending to app
-// those whose depth or parent changes, and returns how many.
-func (db *DB) renestTrack(ctx context.Context, app *duck.Appender, track int64) (int, error) {
-	rows, err := db.QueryContext(ctx, `SELECT id, ts, CASE WHEN dur < 0 THEN $1 ELSE ts + dur END AS "end", depth, parent_id
-FROM slice WHERE track_id = $2 ORDER BY ts, "end" DESC, id`, int64(math.MaxInt64), track)
+// renestTracks nests the slices of tracks again, appending to app those
+// whose depth or parent changes, and returns how many. One query on conn
+// sorts the rows of all the tracks (one per track scanned the table each
+// time: a fifth of sql's time on a Chromium trace of 32 such tracks),
+// read through the driver (database/sql's Scan cost as much as the
+// read).
+func renestTracks(ctx context.Context, conn driver.QueryerContext, app *duck.Appender, tracks []int64) (int, error) {
+	ids := make([]string, len(tracks))
+	for i, t := range tracks {
+		ids[i] = strconv.FormatInt(t, 10)
+	}
+	q := fmt.Sprintf(`SELECT track_id, id, ts, CASE WHEN dur < 0 THEN %d ELSE ts + dur END AS "end", depth, parent_id
+FROM slice WHERE track_id IN (%s) ORDER BY track_id, ts, "end" DESC, id`, int64(math.MaxInt64), strings.Join(ids, ","))
+	rows, err := conn.QueryContext(ctx, q, nil)
 	if err != nil {
 		return 0, err
 	}
@@ -80,13 +89,18 @@ FROM slice WHERE track_id = $2 ORDER BY ts, "end" DESC, id`, int64(math.MaxInt64
 	type open struct{ id, start, end int64 }
 	var stack []open
 	changed := 0
-	for rows.Next() {
-		var id, start, end int64
-		var depth int32
-		var parent sql.NullInt64
-		if err := rows.Scan(&id, &start, &end, &depth, &parent); err != nil {
+	track := int64(-1)
+	row := make([]driver.Value, 6)
+	for {
+		if err := rows.Next(row); err == io.EOF {
+			return changed, nil
+		} else if err != nil {
 			return changed, err
 		}
+		if t := row[0].(int64); t != track {
+			track, stack = t, stack[:0]
+		}
+		id, start, end, depth := row[1].(int64), row[2].(int64), row[3].(int64), row[4].(int32)
 		// The innermost open slice that holds it (see
 		// tables.contains); those that do not are done with, as in
 		// the Builder's forest.
@@ -97,21 +111,16 @@ FROM slice WHERE track_id = $2 ORDER BY ts, "end" DESC, id`, int64(math.MaxInt64
 			}
 			stack = stack[:len(stack)-1]
 		}
-		var want sql.NullInt64
+		var want any
 		if len(stack) > 0 {
-			want = sql.NullInt64{Int64: stack[len(stack)-1].id, Valid: true}
+			want = stack[len(stack)-1].id
 		}
-		if d := int32(len(stack)); d != depth || want != parent {
-			var p any
-			if want.Valid {
-				p = want.Int64
-			}
-			if err := app.AppendRow(id, d, p); err != nil {
+		if d := int32(len(stack)); d != depth || want != row[5] {
+			if err := app.AppendRow(id, d, want); err != nil {
 				return changed, err
 			}
 			changed++
 		}
 		stack = append(stack, open{id, start, end})
 	}
-	return changed, rows.Err()
 }
