@@ -65,6 +65,10 @@ func runCut(args []string, stdout, stderr io.Writer) error {
 		o.Abort()
 		return fmt.Errorf("%s: %w", path, err)
 	}
+	if err := in.errNotTrace(); err != nil {
+		o.Abort()
+		return fmt.Errorf("%w: nothing to cut", err)
+	}
 	if c.hasTS && c.from > c.maxTS {
 		o.Abort()
 		return fmt.Errorf("%s: the window starts at %s, after the trace's last time (%s from ts 0): nothing to cut", path, time.Duration(c.from), time.Duration(c.maxTS))

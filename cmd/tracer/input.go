@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"io"
 
 	"github.com/gotracer/tracer/internal/tracefile"
@@ -15,6 +16,7 @@ type input struct {
 	src       *tracefile.Source
 	r         *tracefile.Reader // made at the first event, after any Head
 	onProblem func(tracefile.Problem)
+	notTrace  *tracefile.Problem // the Reader found no JSON trace at all
 	prog      *progress
 	fetch     *fetch // the answer to the URL path names, if it does
 	ownFetch  bool   // Close closes fetch
@@ -61,9 +63,26 @@ func openFetched(path, open string, f *fetch, quiet bool, onProblem func(tracefi
 func (in *input) reader() *tracefile.Reader {
 	if in.r == nil {
 		in.r = tracefile.NewReader(in.src.Reader())
-		in.r.OnProblem = in.onProblem
+		in.r.OnProblem = func(p tracefile.Problem) {
+			if p.Kind == tracefile.KindNotJSON {
+				in.notTrace = &p
+			}
+			if in.onProblem != nil {
+				in.onProblem(p)
+			}
+		}
 	}
 	return in.r
+}
+
+// errNotTrace returns an error if the input read was no JSON trace at
+// all (text, a binary file), which the commands that write what they
+// read refuse rather than write an empty trace: no viewer opens it.
+func (in *input) errNotTrace() error {
+	if in.notTrace == nil {
+		return nil
+	}
+	return fmt.Errorf("%s:%d: %s", in.path, in.notTrace.Line, in.notTrace.Msg)
 }
 
 // each calls f for every event of the input, then reports what is wrong
@@ -90,7 +109,7 @@ func (in *input) each(f func(*tracefile.Event) error) error {
 			return err
 		}
 	}
-	if r.OnProblem != nil {
+	if in.onProblem != nil {
 		in.src.ReportGzip(r.Line(), r.OnProblem)
 	}
 	return nil

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"bytes"
+	"compress/gzip"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -104,4 +107,52 @@ func TestCutFileReported(t *testing.T) {
 	assert.EqualValues(t, 1, request.Count)
 	assert.EqualValues(t, 30_000, request.Total, "from its start to the end of the trace (ns)")
 	assert.EqualValues(t, 25_000, request.Self)
+}
+
+// TestNotATraceRefused gives the commands that write what they read a
+// file that is no JSON trace (text, binary, gzipped text): each fails
+// with the reader's words and writes nothing, and an output already there
+// stays byte for byte, as with any error. check reports it as a problem.
+func TestNotATraceRefused(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	var gz bytes.Buffer
+	w := gzip.NewWriter(&gz)
+	_, err := w.Write([]byte("just some text\n"))
+	require.NoError(t, err)
+	require.NoError(t, w.Close())
+	good := writeFile(t, dir, "good.json", "[\n"+ev+",\n"+ev+"\n]\n")
+	for _, f := range []struct{ name, content string }{
+		{"text.txt", "hello, not a trace\n"},
+		{"binary.json", "\x00\x01\x02\xfe\xfe"},
+		{"text.json.gz", gz.String()},
+	} {
+		path := writeFile(t, dir, f.name, f.content)
+		for _, tc := range []struct {
+			name string
+			args []string // the output last
+		}{
+			{"cut", []string{"cut", path, "-o"}},
+			{"merge", []string{"merge", "-f", path, "-o"}},
+			{"merge with a trace", []string{"merge", "-f", good, path, "-o"}},
+		} {
+			t.Run(f.name+"/"+tc.name, func(t *testing.T) {
+				out := filepath.Join(dir, f.name+tc.name+".out.json")
+				code, _, stderr := runCmd(append(tc.args, out)...)
+				assert.Equal(t, 1, code)
+				assert.Contains(t, stderr, path+":1: not a JSON trace")
+				assert.NoFileExists(t, out)
+				const before = "a file the user had\n"
+				require.NoError(t, os.WriteFile(out, []byte(before), 0o644))
+				code, _, _ = runCmd(append(tc.args, out)...)
+				assert.Equal(t, 1, code)
+				got, err := os.ReadFile(out)
+				require.NoError(t, err)
+				assert.Equal(t, before, string(got))
+			})
+		}
+		code, stdout, _ := runCmd("check", path)
+		assert.Equal(t, 1, code)
+		assert.Contains(t, stdout, "not a JSON trace", f.name)
+	}
 }

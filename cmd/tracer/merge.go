@@ -284,7 +284,7 @@ func (m *merger) merge(f *mergeFile) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", f.path, err)
 	}
-	return nil
+	return f.in.errNotTrace()
 }
 
 // pidFor returns the output pid of the file's pid, and whether this is

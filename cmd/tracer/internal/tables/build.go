@@ -122,10 +122,20 @@ func (b *Builder) Build(paths []string, begin func(group int) error) error {
 // readFile adds the events of the file at path, open as src. Damage the
 // viewers tolerate (a torn last line, a cut gzip member) ends the events
 // read; events that are not valid JSON are skipped, as the viewers skip
-// them.
+// them. A file that is no JSON trace at all (text, a binary file) is an
+// error, not a file of no events.
 func (b *Builder) readFile(path string, src *tracefile.Source) error {
 	r := tracefile.NewReader(src.Reader())
+	var notTrace *tracefile.Problem
+	r.OnProblem = func(p tracefile.Problem) { // on the read-ahead's goroutine, done when each returns
+		if p.Kind == tracefile.KindNotJSON {
+			notTrace = &p
+		}
+	}
 	read, err := b.read.each(r, b.Add)
+	if notTrace != nil {
+		return fmt.Errorf("%s:%d: %s", path, notTrace.Line, notTrace.Msg)
+	}
 	if read && err == io.EOF {
 		return nil
 	}

@@ -458,3 +458,26 @@ func BenchmarkBuildDeep(b *testing.B) {
 		require.NoError(b, bl.Build([]string{path}, nil))
 	}
 }
+
+// TestNotATrace gives the Builder files that are no JSON trace, alone and
+// after a trace, read ahead and inline: the error names the file and
+// says what it is, for sql and export to stop on.
+func TestNotATrace(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.json")
+	require.NoError(t, os.WriteFile(good, []byte(`[{"name":"a","ph":"X","ts":1,"dur":1,"pid":1,"tid":1}]`), 0o644))
+	for _, content := range []string{"hello, not a trace\n", "\x00\x01\x02\xfe"} {
+		bad := filepath.Join(dir, "bad.txt")
+		require.NoError(t, os.WriteFile(bad, []byte(content), 0o644))
+		for _, paths := range [][]string{{bad}, {good, bad}} {
+			for _, inline := range []bool{false, true} {
+				b := NewBuilder(&rows{})
+				if inline {
+					b.read = readAhead{batches: -1}
+				}
+				err := b.Build(paths, nil)
+				require.ErrorContains(t, err, bad+":1: not a JSON trace", "%q, %v, inline %v", content, paths, inline)
+			}
+		}
+	}
+}
