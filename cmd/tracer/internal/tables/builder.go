@@ -28,6 +28,10 @@ type Report struct {
 	// UnboundFlows counts flow events no slice of their thread encloses:
 	// the viewers draw no arrow from or to them either.
 	UnboundFlows int64
+	// LateFlows counts flow events that came after the slices of their
+	// time were written, where those do not tell the slice
+	// trace_processor binds them to (see late.go).
+	LateFlows int64
 	// MaxPending is the bound the Builder kept to (Builder.MaxPending).
 	MaxPending int
 	// TooDeep counts the slices nested deeper than the 512 levels
@@ -53,6 +57,9 @@ func (r Report) Warnings() []string {
 	}
 	if r.TooDeep > 0 {
 		w = append(w, fmt.Sprintf("%d slices nested deeper than the 512 levels trace_processor keeps are left out, as it drops them (slice_max_depth_exceeded)", r.TooDeep))
+	}
+	if r.LateFlows > 0 {
+		w = append(w, fmt.Sprintf("%d flow events came after the slices of their time were written, which do not tell the slice trace_processor binds each to: their arrows may start or end on other slices than its", r.LateFlows))
 	}
 	if r.UnboundFlows > 0 {
 		w = append(w, fmt.Sprintf("%d flow events bind to no slice (as in trace_processor: flow_no_enclosing_slice): no arrow from or to them", r.UnboundFlows))
@@ -100,6 +107,10 @@ type Builder struct {
 	carried map[*track][]carriedB
 	waiting []*track // tracks with slices waiting, in the group
 	pending int
+
+	histTracks []*track // the tracks with a history (see late.go)
+	histLen    int      // the slices of their histories
+	ending     bool     // in EndGroup: no flow event comes after
 
 	nextSlice, nextTrack, nextCounter, nextFlow, nextUtid, nextUpid int64
 
@@ -256,6 +267,7 @@ func (b *Builder) thread(e *tracefile.Event) *thread {
 		t = &thread{row: Thread{Utid: b.nextUtid, Tid: k.tid, Upid: p.row.Upid}}
 		t.track = len(b.trackRows)
 		t.t = b.newTrack("", "thread", &t.row.Utid, &t.row.Upid)
+		t.t.thread = true
 		b.threads[k] = t
 		b.thrList = append(b.thrList, t)
 	}
@@ -602,6 +614,9 @@ func (b *Builder) emit(t *track, k int) error {
 			}
 		}
 		t.stale = staleTop(r)
+		if t.thread {
+			b.remember(t, r)
+		}
 		start, end := r.row.TS, r.end // r is reused once written
 		n, err := b.write(r, 0, nil)
 		b.pending -= n
@@ -665,6 +680,11 @@ func (b *Builder) drop(n *node) int {
 // EndGroup writes every slice still waiting (B events never ended get
 // dur -1, as in trace_processor) and the flows between them.
 func (b *Builder) EndGroup() error {
+	b.ending = true
+	defer func() {
+		b.ending = false
+		b.forget()
+	}()
 	for _, t := range b.waiting {
 		if t.asyncTrack {
 			if err := b.replayAsync(t); err != nil {

@@ -66,6 +66,17 @@ func (b *Builder) flowEvent(e *tracefile.Event, ph byte, ts int64) error {
 	if ph == 'f' {
 		c.ended = true
 	}
+	if ts < t.maxEnd {
+		// The slices of its time were written (see late.go).
+		switch id, r := t.recall(ts, p.next); r {
+		case bound:
+			return b.bindSlice(p, id)
+		case unbound:
+			return b.unbound(p)
+		case unsure:
+			b.Report.LateFlows++
+		}
+	}
 	at := sort.Search(len(t.points), func(i int) bool { return t.points[i].ts > ts })
 	t.points = slices.Insert(t.points, at, p)
 	if p.next {

@@ -191,6 +191,13 @@ type track struct {
 	nexts  int          // of which bind to the next slice
 	stale  int64        // the slice on top of Perfetto's stack after the last root written, or 0
 
+	thread     bool        // a thread's track: flow events bind to its slices
+	hist       []histSlice // the slices written, for flow events that come late (see late.go)
+	histKids   []int32
+	histRoots  []int32 // the roots' indices in hist
+	histListed bool    // in Builder.histTracks
+	histForgot bool    // its history was forgotten (Builder.forget)
+
 	asyncTrack bool        // an async track: its events are replayed at the end (see replayAsync)
 	upid       *int64      // an async track's process, if id2.local
 	asyncs     []asyncItem // its events so far

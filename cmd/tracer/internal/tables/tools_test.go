@@ -116,7 +116,7 @@ func TestToolsAgainstPerfetto(t *testing.T) {
 			t.Run(base+" "+v.name, func(t *testing.T) {
 				path := filepath.Join(dir, base+"-"+v.name+".json")
 				require.NoError(t, os.WriteFile(path, v.data, 0o644))
-				got, _ := build(t, 0, path)
+				got, rep := build(t, 0, path)
 				want := map[string]string{}
 				for _, row := range tracecheck.Query(t, path, toolsPerName) {
 					want[row["name"]] = fmt.Sprintf("n=%s total=%s self=%s depth=%s", row["n"], row["total"], row["self"], row["depth"])
@@ -144,6 +144,14 @@ func TestToolsAgainstPerfetto(t *testing.T) {
 				assert.Equal(t, totals["flows"], fmt.Sprint(len(got.flows)), "flows")
 				assert.Equal(t, totals["counters"], fmt.Sprint(len(got.counters)), "counters")
 				assert.Equal(t, totals["counter_sum"], fmt.Sprint(int64(sum)), "counter values")
+				// The arrows, by their slices' names and times. Chromium
+				// writes its flow events after the slices of their time:
+				// they bind from what the tracks remember (late.go), every
+				// one of them here.
+				tp := tracecheck.PerfettoSQL(t, path, `SELECT o.name, o.ts, i.name, i.ts FROM flow f JOIN slice o ON o.id = f.slice_out JOIN slice i ON i.id = f.slice_in`)[1:]
+				slices.SortFunc(tp, func(a, b []string) int { return slices.Compare(a, b) })
+				assert.Equal(t, tp, arrows(got), "arrows")
+				assert.Zero(t, rep.LateFlows, "flow events whose slices were written, and which the history could not bind")
 			})
 		}
 	}

@@ -1,0 +1,271 @@
+package tables
+
+import (
+	"math"
+	"sort"
+)
+
+// Flow events that come late.
+//
+// A flow event binds to the slice on top of its thread's stack at its
+// time (see bindFlows), which the Builder finds when it writes the root
+// that holds that time. A file may write a flow event after that: a
+// Chromium trace writes its flow events in a part of their own, a second
+// or more after the slices of their time (73,482 of the 73,542 of a 48 MB
+// startup trace). Such a flow event bound to whatever root was written
+// next, as if it came between the two.
+//
+// So a thread's track remembers the slices it wrote, each root's tree as
+// the forest held it (40 bytes a slice and 4 for its place among its
+// parent's children), and a flow event whose time is before the end of a
+// root written binds as bindFlows would have bound it, had it come in
+// time: in the root that holds its time, to the slice on top of the
+// stack; between two roots, to what the one before left on top, or to
+// none; an f that binds to the next slice, to the first that begins
+// after it. Where the written slices cannot tell (a B still open, begun
+// since the root before its time began; a track whose roots were written
+// out of order, or whose slices are nested again; a time the track has
+// forgotten: past histMax slices remembered, every track forgets the
+// older half of its roots), it binds as before, and Report.LateFlows
+// counts it, for a warning.
+
+// histMax is the most slices the tracks remember, in all (a var for
+// tests).
+var histMax = 1 << 18
+
+// A histSlice is a slice written, as a late flow event may need it.
+type histSlice struct {
+	start, end, id int64
+	kids           int32 // its children: histKids[kids : kids+nkids], indices in hist
+	nkids          int32
+	be             bool // a B/E pair, which its E pops off the stack
+}
+
+// remember adds the tree of r, about to be written, to the history of
+// its track, a thread's.
+func (b *Builder) remember(t *track, r *node) {
+	if b.ending {
+		return
+	}
+	if n := len(t.histRoots); !t.ordered || n > 0 && (r.row.TS < t.hist[t.histRoots[n-1]].start || r.end < t.hist[t.histRoots[n-1]].end) {
+		// A track not in start order (the tracer package's, in end
+		// order, writes a root once nothing later can enclose it: a
+		// flow event in it came before it), or roots out of order
+		// (recall needs them in order of start and of end): the roots
+		// before are forgotten, and this one.
+		b.histLen -= len(t.hist)
+		t.hist, t.histKids, t.histRoots = t.hist[:0], t.histKids[:0], t.histRoots[:0]
+		t.histForgot = true
+		return
+	}
+	if !t.histListed {
+		t.histListed = true
+		b.histTracks = append(b.histTracks, t)
+	}
+	before := len(t.hist)
+	t.histRoots = append(t.histRoots, int32(len(t.hist)))
+	t.hist = append(t.hist, histSlice{})
+	t.histSlice(r, len(t.hist)-1, 0)
+	if b.histLen += len(t.hist) - before; b.histLen > histMax {
+		b.halve()
+	}
+}
+
+// histSlice fills t.hist[i] with n, at depth, and adds its subtree.
+func (t *track) histSlice(n *node, i int, depth int32) {
+	t.hist[i] = histSlice{start: n.row.TS, end: n.end, id: n.row.ID, be: n.be}
+	if len(n.children) == 0 || depth+1 >= maxDepth {
+		return // trace_processor drops the slices below
+	}
+	kids := len(t.histKids)
+	t.hist[i].kids, t.hist[i].nkids = int32(kids), int32(len(n.children))
+	t.histKids = append(t.histKids, make([]int32, len(n.children))...)
+	for k, c := range n.children {
+		j := len(t.hist)
+		t.hist = append(t.hist, histSlice{})
+		t.histKids[kids+k] = int32(j)
+		t.histSlice(c, j, depth+1)
+	}
+}
+
+// forget empties every track's history, at the end of a group.
+func (b *Builder) forget() {
+	for _, t := range b.histTracks {
+		t.hist, t.histKids, t.histRoots = nil, nil, nil
+		t.histListed = false
+	}
+	clear(b.histTracks)
+	b.histTracks, b.histLen = b.histTracks[:0], 0
+}
+
+// halve makes every track forget the older half of its roots: histMax
+// slices are remembered. A file writes its flow events late by a
+// distance in the file, not in time: the newer half is where they land.
+func (b *Builder) halve() {
+	b.histLen = 0
+	for _, t := range b.histTracks {
+		t.halve()
+		b.histLen += len(t.hist)
+	}
+}
+
+// halve forgets the older half of t's roots and their slices.
+func (t *track) halve() {
+	k := len(t.histRoots) / 2
+	if k == 0 {
+		return
+	}
+	t.histForgot = true
+	cut := t.histRoots[k]
+	kcut := int32(len(t.histKids))
+	for i := range t.hist[cut:] {
+		if h := &t.hist[int(cut)+i]; h.nkids > 0 {
+			kcut = h.kids // the first of the rest's: kids are added in order
+			break
+		}
+	}
+	hist := make([]histSlice, len(t.hist)-int(cut))
+	copy(hist, t.hist[cut:])
+	for i := range hist {
+		if hist[i].nkids > 0 {
+			hist[i].kids -= kcut
+		}
+	}
+	kids := make([]int32, len(t.histKids)-int(kcut))
+	for i, c := range t.histKids[kcut:] {
+		kids[i] = c - cut
+	}
+	roots := make([]int32, len(t.histRoots)-k)
+	for i, r := range t.histRoots[k:] {
+		roots[i] = r - cut
+	}
+	t.hist, t.histKids, t.histRoots = hist, kids, roots
+}
+
+// A recalled is what the history tells of a late flow event.
+type recalled int
+
+const (
+	unsure  recalled = iota // it cannot tell: bind as in time, and count it
+	bound                   // it binds to the slice recall returns
+	unbound                 // it binds to no slice, as trace_processor
+	inTime                  // it binds to a slice not written yet: as in time, surely
+)
+
+// recall returns the slice a flow event at ts, come after the roots of
+// t around ts were written, binds to, as bindFlows would have bound it.
+func (t *track) recall(ts int64, next bool) (int64, recalled) {
+	if t.late {
+		return 0, unsure
+	}
+	// The first root ts is not after, as bindFlows takes them: one
+	// that ends after ts, or of no duration at ts (ends are in order).
+	roots := t.histRoots
+	i := sort.Search(len(roots), func(i int) bool { return t.hist[roots[i]].end >= ts })
+	for i < len(roots) {
+		if r := &t.hist[roots[i]]; r.end > ts || r.start == ts {
+			break
+		}
+		i++
+	}
+	// A B still open, begun since the root before ts began, may be on
+	// top at ts, or begin after it.
+	since := int64(math.MinInt64)
+	switch {
+	case i < len(roots) && t.hist[roots[i]].start <= ts:
+		since = t.hist[roots[i]].start
+	case i > 0:
+		since = t.hist[roots[i-1]].start
+	}
+	for _, o := range t.open {
+		if o.row.TS > since && (o.row.TS <= ts || next) {
+			return 0, unsure
+		}
+	}
+	if i == len(roots) {
+		if next {
+			return 0, inTime // the next slice to begin is still to come
+		}
+		return 0, unsure
+	}
+	r := roots[i]
+	if t.hist[r].start > ts {
+		// Between two roots: on top, what the one before left there
+		// (see staleTop); for next, the root after.
+		if i == 0 && t.histForgot {
+			return 0, unsure // before the roots remembered: a root forgotten may hold it
+		}
+		if next {
+			return t.hist[r].id, bound
+		}
+		if i == 0 {
+			return 0, unbound
+		}
+		if id := t.histStale(roots[i-1]); id != 0 {
+			return id, bound
+		}
+		return 0, unbound
+	}
+	if next {
+		if id := t.histNext(r, ts); id != 0 {
+			return id, bound
+		}
+		if i+1 < len(roots) {
+			if n := &t.hist[roots[i+1]]; n.start > ts {
+				return n.id, bound
+			}
+			return 0, unsure
+		}
+		return 0, inTime
+	}
+	// topAt, on the history.
+	n := r
+	for {
+		h := &t.hist[n]
+		kids := t.histKids[h.kids : h.kids+h.nkids]
+		k := sort.Search(len(kids), func(k int) bool { return t.hist[kids[k]].start > ts })
+		if k == 0 {
+			return h.id, bound
+		}
+		c := kids[k-1]
+		if t.hist[c].be && t.hist[c].end < ts {
+			return h.id, bound
+		}
+		n = c
+	}
+}
+
+// histStale is staleTop, on the history of the root at r.
+func (t *track) histStale(r int32) int64 {
+	if t.hist[r].be {
+		return 0
+	}
+	n := r
+	for t.hist[n].nkids > 0 {
+		h := &t.hist[n]
+		c := t.histKids[h.kids+h.nkids-1]
+		if t.hist[c].be {
+			break
+		}
+		n = c
+	}
+	return t.hist[n].id
+}
+
+// histNext is nextAfter, on the history of the root at r: the first
+// slice of its subtree, in start order, that begins after ts, or 0.
+func (t *track) histNext(r int32, ts int64) int64 {
+	h := &t.hist[r]
+	if h.start > ts {
+		return h.id
+	}
+	for _, c := range t.histKids[h.kids : h.kids+h.nkids] {
+		if x := &t.hist[c]; x.end < ts && x.start <= ts {
+			continue
+		}
+		if id := t.histNext(c, ts); id != 0 {
+			return id
+		}
+	}
+	return 0
+}
