@@ -52,7 +52,8 @@ func (b *Builder) remember(t *track, r *node) {
 		// order, writes a root once nothing later can enclose it: a
 		// flow event in it came before it), or roots out of order
 		// (recall needs them in order of start and of end): the roots
-		// before are forgotten, and this one.
+		// before are forgotten, and this one, and recall is unsure of
+		// their times.
 		b.histLen -= len(t.hist)
 		t.hist, t.histKids, t.histRoots = t.hist[:0], t.histKids[:0], t.histRoots[:0]
 		t.histForgot = true
@@ -99,8 +100,9 @@ func (b *Builder) forget() {
 }
 
 // halve makes every track forget the older half of its roots: histMax
-// slices are remembered. A file writes its flow events late by a
-// distance in the file, not in time: the newer half is where they land.
+// slices are remembered. A late flow event comes some way after the
+// slices of its time in the file (Chromium's, a part of it later): most
+// land in the newer half.
 func (b *Builder) halve() {
 	b.histLen = 0
 	for _, t := range b.histTracks {
