@@ -196,7 +196,7 @@ type track struct {
 	histKids   []int32
 	histRoots  []int32 // the roots' indices in hist
 	histListed bool    // in Builder.histTracks
-	histForgot bool    // its history was forgotten (Builder.forget)
+	histForgot bool    // roots before its history were forgotten (see halve, remember)
 
 	asyncTrack bool        // an async track: its events are replayed at the end (see replayAsync)
 	upid       *int64      // an async track's process, if id2.local
