@@ -109,6 +109,15 @@ func (b *Builder) halve() {
 		t.halve()
 		b.histLen += len(t.hist)
 	}
+	if b.histLen > histMax {
+		// Roots too few to halve (one tree of histMax slices): forget
+		// them all, or every root written would halve again.
+		for _, t := range b.histTracks {
+			t.hist, t.histKids, t.histRoots = t.hist[:0], t.histKids[:0], t.histRoots[:0]
+			t.histForgot = true
+		}
+		b.histLen = 0
+	}
 }
 
 // halve forgets the older half of t's roots and their slices.

@@ -222,3 +222,26 @@ func TestHalveKeepsNewerHalf(t *testing.T) {
 		}
 	}
 }
+
+// TestHalveBound remembers one tree larger than histMax, then more
+// roots: what is remembered stays within histMax.
+func TestHalveBound(t *testing.T) {
+	defer func(n int) { histMax = n }(histMax)
+	histMax = 100
+	b := NewBuilder(&rows{})
+	tr := newTrack(1)
+	tr.thread = true
+	big := &node{end: 1000, row: Slice{ID: 1, TS: 0}}
+	for i := range 150 {
+		big.children = append(big.children, &node{end: int64(i*2 + 2), row: Slice{ID: int64(i + 2), TS: int64(i*2 + 1)}})
+	}
+	b.remember(tr, big)
+	for i := range 10 {
+		b.remember(tr, &node{end: int64(2000 + 10*i + 5), row: Slice{ID: int64(200 + i), TS: int64(2000 + 10*i)}})
+		require.LessOrEqual(t, b.histLen, histMax)
+		require.Equal(t, len(tr.hist), b.histLen)
+	}
+	id, r := tr.recall(2092, false)
+	require.Equal(t, bound, r)
+	require.Equal(t, int64(209), id)
+}
