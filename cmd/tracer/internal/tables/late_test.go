@@ -236,6 +236,7 @@ func TestHalveBound(t *testing.T) {
 		big.children = append(big.children, &node{end: int64(i*2 + 2), row: Slice{ID: int64(i + 2), TS: int64(i*2 + 1)}})
 	}
 	b.remember(tr, big)
+	require.LessOrEqual(t, b.histLen, histMax, "one root larger than the bound")
 	for i := range 10 {
 		b.remember(tr, &node{end: int64(2000 + 10*i + 5), row: Slice{ID: int64(200 + i), TS: int64(2000 + 10*i)}})
 		require.LessOrEqual(t, b.histLen, histMax)
