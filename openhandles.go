@@ -291,7 +291,7 @@ func (f *flusher) writeAsyncBegin(id uint64, start *slot, rest []slot) {
 	off := f.enc.size()
 	f.enc.anyAsync(start, rest, nil, 'b', start.at())
 	if len(f.tees) > 0 {
-		f.clipForTees(anyMark|id, start.at(), off, start.at())
+		f.clipForTees(0, anyMark|id, start.at(), off, start.at())
 	}
 }
 
@@ -337,10 +337,10 @@ func (a *anySpans) appendAsyncs(enc *encoder) {
 // stack whose "b" is written and whose end has not come, at startOf its
 // token and start, without noting anything: the head of a tee's trace
 // (see teehead.go).
-func (a *anySpans) appendWrittenAsyncs(enc *encoder, startOf func(token uint64, start int64) int64) {
+func (a *anySpans) appendWrittenAsyncs(enc *encoder, startOf func(gid, token uint64, start int64) int64) {
 	for id, st := range a.asyncs {
 		if st.written {
-			b := st.start.movedTo(startOf(anyMark|id, st.start.at()))
+			b := st.start.movedTo(startOf(0, anyMark|id, st.start.at()))
 			enc.anyAsync(&b, st.rest, nil, 'b', b.at())
 		}
 	}
@@ -349,10 +349,10 @@ func (a *anySpans) appendWrittenAsyncs(enc *encoder, startOf func(token uint64, 
 // endAsyncs appends, at the end of a tee's trace, an "e" at nanotime at
 // for each SpanHandle off its stack whose end has not come, after its
 // "b" (at startOf its token and start) if that is still to be written.
-func (a *anySpans) endAsyncs(enc *encoder, at int64, startOf func(token uint64, start int64) int64) {
+func (a *anySpans) endAsyncs(enc *encoder, at int64, startOf func(gid, token uint64, start int64) int64) {
 	for id, st := range a.asyncs {
 		if !st.written {
-			b := st.start.movedTo(startOf(anyMark|id, st.start.at()))
+			b := st.start.movedTo(startOf(0, anyMark|id, st.start.at()))
 			enc.anyAsync(&b, st.rest, nil, 'b', b.at())
 		}
 		enc.anyAsync(&st.start, st.rest, nil, 'e', at)

@@ -194,7 +194,7 @@ func (f *flusher) writeBegin(o *openSpan) {
 	o.written, o.batch, o.off = true, seq, int32(off)
 	f.enc.begin(&o.start, o.rest())
 	if len(f.tees) > 0 {
-		f.clipForTees(o.token, o.start.at(), off, o.start.at())
+		f.clipForTees(o.start.gid(), o.token, o.start.at(), off, o.start.at())
 	}
 }
 
@@ -217,7 +217,7 @@ func (f *flusher) writeComplete(o *openSpan, endArgs []slot, at int64) {
 	off := f.enc.size()
 	f.enc.complete(&o.start, o.rest(), endArgs, at-o.start.at())
 	if len(f.tees) > 0 {
-		f.clipForTees(o.token, o.start.at(), off, at)
+		f.clipForTees(o.start.gid(), o.token, o.start.at(), off, at)
 	}
 }
 
@@ -313,7 +313,7 @@ const (
 // first, without noting anything: for a flight recording (see snapshot)
 // and a tee's head and end (see teehead.go). Each begins at startOf its
 // token and start, if startOf is not nil.
-func (o *openSpans) appendBegins(enc *encoder, set spanSet, startOf func(token uint64, start int64) int64) {
+func (o *openSpans) appendBegins(enc *encoder, set spanSet, startOf func(gid, token uint64, start int64) int64) {
 	for _, s := range o.stacks {
 		for i := range *s {
 			sp := &(*s)[i]
@@ -324,7 +324,7 @@ func (o *openSpans) appendBegins(enc *encoder, set spanSet, startOf func(token u
 				enc.begin(&sp.start, sp.rest())
 				continue
 			}
-			b := sp.start.movedTo(startOf(sp.token, sp.start.at()))
+			b := sp.start.movedTo(startOf(sp.start.gid(), sp.token, sp.start.at()))
 			enc.begin(&b, sp.rest())
 		}
 	}

@@ -2,10 +2,12 @@ package tracer
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"sync"
 	"testing"
@@ -568,4 +570,102 @@ func TestTeeLeavesOutFlowsBegunBefore(t *testing.T) {
 	teePath := filepath.Join(t.TempDir(), "tee.json")
 	require.NoError(t, os.WriteFile(teePath, buf.Bytes(), 0o644))
 	importInHeavyRun(t, teePath)
+}
+
+// A gateStringer's String waits until release is closed, as a Stringer
+// arg that takes long (a lock, a slow format) does; entered counts the
+// calls under way.
+type gateStringer struct {
+	entered *sync.WaitGroup
+	release chan struct{}
+}
+
+func (s gateStringer) String() string {
+	s.entered.Done()
+	<-s.release
+	return "released"
+}
+
+// TestTeeClipsSpansSharingAToken: a span's end function frees its token
+// before it records the end, and formatting a Stringer arg of the end
+// may take long; once reuseAfter more spans have started on the chain,
+// another goroutine's span takes the token while the flusher still has
+// the first span open. Spans open when a tee attaches must each begin
+// where their own goroutine's clipping puts them: keyed by token alone,
+// a deep span took the clip of another goroutine's innermost span, two
+// nanoseconds before the window, and began after the spans inside it
+// (torture seed 44).
+func TestTeeClipsSpansSharingAToken(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "trace.json")
+	tr, err := New(path, withClock(newTestClock()))
+	require.NoError(t, err)
+	defer tr.Close()
+
+	// Spans on many goroutines, on every P, whose ends wait in String
+	// with their tokens free.
+	const ending = 64
+	var entered, ended sync.WaitGroup
+	gate := gateStringer{entered: &entered, release: make(chan struct{})}
+	entered.Add(ending)
+	ended.Add(ending)
+	for range ending {
+		go func() {
+			defer ended.Done()
+			end := tr.Span("ending")
+			end(Stringer("s", gate))
+		}()
+	}
+	entered.Wait()
+
+	// Spans nested deep enough that the chains hand out the free tokens
+	// again, while the flusher has the "ending" spans open still.
+	shared := func() int {
+		tr.flusher.mu.Lock()
+		defer tr.flusher.mu.Unlock()
+		owner := map[uint64]uint64{}
+		n := 0
+		for gid, s := range tr.flusher.open.stacks {
+			for _, o := range *s {
+				if g, ok := owner[o.token]; ok && g != gid {
+					n++
+				}
+				owner[o.token] = gid
+			}
+		}
+		return n
+	}
+	var ends []func(...Arg)
+	for len(ends) < 64*tokenBlockSize {
+		for range tokenBlockSize {
+			ends = append(ends, tr.Span("deep"))
+		}
+		require.NoError(t, tr.Flush())
+		if shared() > 0 {
+			break
+		}
+	}
+	require.Positive(t, shared(), "no token held by open spans of two goroutines after %d deep spans", len(ends))
+	t.Logf("%d deep spans; %d tokens held by spans of two goroutines", len(ends), shared())
+
+	var buf bytes.Buffer
+	te, err := tr.Tee(&buf)
+	require.NoError(t, err)
+	for i := len(ends) - 1; i >= 0; i-- {
+		ends[i]()
+	}
+	close(gate.release)
+	ended.Wait()
+	require.NoError(t, te.Stop())
+	require.NoError(t, tr.Close())
+
+	evs := checkStandsAlone(t, buf.Bytes(), true)
+	from, to := teeWindow(tr, te)
+	checkWindow(t, evs, from, to)
+	deep := tracecheck.SlicesNamed(tracecheck.Tracks(t, evs), "deep")
+	require.Len(t, deep, len(ends))
+	slices.SortFunc(deep, func(a, b tracecheck.Slice) int { return cmp.Compare(a.Start, b.Start) })
+	for i := 1; i < len(deep); i++ {
+		require.LessOrEqual(t, deep[i].End, deep[i-1].End, "deep span %d ends after the one around it", i)
+	}
 }

@@ -80,28 +80,48 @@ func (f *flusher) attachTee(s *teeStream) error {
 // last is for a span this pass did not see: see startOf), each at its
 // own start if that is later; a SpanHandle off its stack, drawn as an
 // async slice, a nanosecond before from.
-func (f *flusher) clipsAt(from int64) map[uint64]int64 {
-	m := make(map[uint64]int64, f.open.count+len(f.open.anys.asyncs))
+func (f *flusher) clipsAt(from int64) map[clipKey]int64 {
+	m := make(map[clipKey]int64, f.open.count+len(f.open.anys.asyncs))
 	for _, s := range f.open.stacks {
 		n := len(*s)
 		for i := range *s {
 			o := &(*s)[i]
-			m[o.token] = max(o.start.at(), from-int64(n-i)-1)
+			m[keyOf(o.start.gid(), o.token)] = max(o.start.at(), from-int64(n-i)-1)
 		}
 	}
 	for id, st := range f.open.anys.asyncs {
-		m[anyMark|id] = max(st.start.at(), from-1)
+		m[keyOf(0, anyMark|id)] = max(st.start.at(), from-1)
 	}
 	return m
 }
 
-// startOf returns where the span or SpanHandle with token, which began
-// at start, begins in t's trace.
-func (t *attachedTee) startOf(token uint64, start int64) int64 {
+// A clipKey is what a tee's clips know an open span or SpanHandle by. A
+// SpanHandle's id (token|anyMark) is its own for its life. A span's token
+// is its own among the spans the program has open, but not among those
+// the flusher has open: an end function frees its token before it records
+// the end (formatting a Stringer arg may take milliseconds), and once
+// reuseAfter more spans have started on its chain, another goroutine's
+// span may take it while the flusher still has the first open. A token
+// is its own among the spans of one goroutine, which runs one end
+// function at a time.
+type clipKey struct{ gid, token uint64 }
+
+// keyOf returns the clipKey of the span with token on goroutine gid, or
+// of the SpanHandle token (with anyMark), whatever gid is.
+func keyOf(gid, token uint64) clipKey {
+	if token&anyMark != 0 {
+		return clipKey{token: token}
+	}
+	return clipKey{gid, token}
+}
+
+// startOf returns where the span with token on goroutine gid, or the
+// SpanHandle token, which began at start, begins in t's trace.
+func (t *attachedTee) startOf(gid, token uint64, start int64) int64 {
 	if start >= t.from {
 		return start
 	}
-	if c, ok := t.clips[token]; ok {
+	if c, ok := t.clips[keyOf(gid, token)]; ok {
 		return c
 	}
 	// Not seen by the attach pass: a goroutine read the clock for it
@@ -114,17 +134,17 @@ func (t *attachedTee) startOf(token uint64, start int64) int64 {
 }
 
 // clipForTees gives each tee whose window began after start, the start
-// of the span or SpanHandle with token, the event the encoder wrote from
-// offset at (its X, its B, its "b", the flow from its parent) moved to
-// where the span begins in the tee's trace: an X ending at end lasts
-// until then.
-func (f *flusher) clipForTees(token uint64, start int64, at int, end int64) {
+// of the span with token on goroutine gid or of the SpanHandle token, the
+// event the encoder wrote from offset at (its X, its B, its "b", the flow
+// from its parent) moved to where the span begins in the tee's trace: an
+// X ending at end lasts until then.
+func (f *flusher) clipForTees(gid, token uint64, start int64, at int, end int64) {
 	for i := range f.tees {
 		t := &f.tees[i]
 		if start >= t.from {
 			continue
 		}
-		if c := t.startOf(token, start); c != start {
+		if c := t.startOf(gid, token, start); c != start {
 			f.enc.retimeForTee(t.s, at, c, max(0, end-c))
 		}
 	}
@@ -142,7 +162,7 @@ func (f *flusher) clipFlowForTees(start int64, parent uint64, parentAt int64, at
 		if start < t.from || parentAt >= t.from {
 			continue
 		}
-		f.enc.retimeForTee(t.s, at, t.startOf(parent, parentAt), 0)
+		f.enc.retimeForTee(t.s, at, t.startOf(0, parent, parentAt), 0)
 	}
 }
 
@@ -217,8 +237,8 @@ func (f *flusher) nameOpen() {
 type attachedTee struct {
 	s      *teeStream
 	before map[asyncOp]bool
-	from   int64            // its window's start: the cut of the pass that attached it
-	clips  map[uint64]int64 // by token, where each span and SpanHandle open at from begins in its trace: see clipsAt
+	from   int64             // its window's start: the cut of the pass that attached it
+	clips  map[clipKey]int64 // where each span and SpanHandle open at from begins in its trace: see clipsAt
 }
 
 // skipEarlierFlow leaves the flow from a SpanHandle's parent, written
@@ -326,7 +346,7 @@ func (f *flusher) endSpans(t *attachedTee, to int64) {
 	for _, s := range f.open.stacks {
 		for i := range *s {
 			if o := &(*s)[i]; !o.written {
-				b := o.start.movedTo(t.startOf(o.token, o.start.at()))
+				b := o.start.movedTo(t.startOf(o.start.gid(), o.token, o.start.at()))
 				f.enc.begin(&b, o.rest())
 			}
 		}
