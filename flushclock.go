@@ -7,18 +7,21 @@ import (
 
 // The flusher's clock.
 //
-// Four decisions follow time: the flusher passes every flush interval;
+// Five decisions follow time: the flusher passes every flush interval;
 // it writes as a B event every span still open that started more than a
 // flush interval before the pass (so that a trace cut by a kill shows
 // what was running); a flight recorder pushes out what it wrote more
 // than MaxAge ago; and the writer judges its sink stalled when a write
 // has not returned for stallAfter, after which events that find the
-// buffers full are dropped (progress.go). They come from a flushClock, as
+// buffers full are dropped (progress.go); and Flush, Close and a tee's
+// Tee and Stop give up waiting for a stalled sink after the stop timeout.
+// They come from a flushClock, as
 // zap's entries take their time from a zapcore.Clock: the real one, or a
 // test's, which passes only when told, tells which spans are old, how
 // late it is and whether the sink stalled, so that a test says "every
 // span open now is old", "pass now", "a minute later" or "the write under
-// way has stalled" instead of sleeping and hoping the machine kept up.
+// way has stalled" or "give up now" instead of sleeping and hoping the
+// machine kept up.
 
 // A flushClock is where the flusher takes its time from.
 type flushClock interface {
@@ -35,6 +38,10 @@ type flushClock interface {
 	// what it wrote more than MaxAge before is pushed out.
 	now() int64
 
+	// giveUp returns the channel that fires when a wait for the sink has
+	// lasted d, and the function that stops it.
+	giveUp(d time.Duration) (<-chan time.Time, func())
+
 	// The writer times its writes on it, to judge the sink stalled.
 	stallClock
 }
@@ -50,6 +57,11 @@ func (realClock) ticks(interval time.Duration) (<-chan time.Time, func()) {
 func (realClock) oldBefore(cut int64, interval time.Duration) int64 { return cut - int64(interval) }
 
 func (realClock) now() int64 { return nanotime() }
+
+func (realClock) giveUp(d time.Duration) (<-chan time.Time, func()) {
+	t := time.NewTimer(d)
+	return t.C, func() { t.Stop() }
+}
 
 func (realClock) writeTime() int64 { return nanotime() }
 

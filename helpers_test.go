@@ -195,13 +195,14 @@ func allocsPerRun(runs int, f func()) float64 {
 // its own clock.
 type testClock struct {
 	tick   chan time.Time
-	old    atomic.Int64 // the nanotime before which an open span is old
-	skew   atomic.Int64 // how far ahead of nanotime the clock is: see advance
-	writes atomic.Int64 // the time writes are timed on: see stallWrites
+	old    atomic.Int64   // the nanotime before which an open span is old
+	skew   atomic.Int64   // how far ahead of nanotime the clock is: see advance
+	writes atomic.Int64   // the time writes are timed on: see stallWrites
+	expire chan time.Time // makes a wait for the sink give up: see timeOut
 }
 
 func newTestClock() *testClock {
-	c := &testClock{tick: make(chan time.Time)}
+	c := &testClock{tick: make(chan time.Time), expire: make(chan time.Time)}
 	c.old.Store(never)
 	c.writes.Store(1) // never 0, which the writer takes for no write under way
 	return c
@@ -216,6 +217,37 @@ func (c *testClock) writeTime() int64 { return c.writes.Load() }
 func (c *testClock) stallWrites() { c.writes.Add(int64(time.Hour)) }
 
 func (c *testClock) ticks(time.Duration) (<-chan time.Time, func()) { return c.tick, func() {} }
+
+// giveUp never fires on its own: a Flush or Close waiting for a slow sink
+// waits however long a loaded machine takes, until the test calls
+// timeOut.
+func (c *testClock) giveUp(time.Duration) (<-chan time.Time, func()) { return c.expire, func() {} }
+
+// timeOut runs call (a Flush, Close, Tee or Tee.Stop) on another
+// goroutine and, once it waits for the sink, makes it give up, as its
+// stop timeout would. It returns call's error, and whether call returned
+// on its own, before it was made to give up. A call that neither returns
+// nor waits for the give-up within a minute fails the test.
+func (c *testClock) timeOut(t *testing.T, call func() error) (early bool, err error) {
+	t.Helper()
+	returned := make(chan error, 1)
+	go func() { returned <- call() }()
+	hang := time.After(time.Minute)
+	select {
+	case c.expire <- time.Now():
+	case err := <-returned:
+		return true, err
+	case <-hang:
+		t.Fatal("the call neither returned nor waited for its stop timeout in a minute")
+	}
+	select {
+	case err := <-returned:
+		return false, err
+	case <-hang:
+		t.Fatal("the call did not give up in a minute when its stop timeout passed")
+	}
+	return false, nil
+}
 
 func (c *testClock) oldBefore(cut int64, _ time.Duration) int64 { return min(c.old.Load(), cut) }
 

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"sync"
-	"time"
 )
 
 // A Tee is a second destination of a running Tracer: from Tracer.Tee
@@ -75,11 +74,11 @@ func (t *Tracer) Tee(w io.Writer) (*Tee, error) {
 	if d := t.opts.stopTimeout; d == 0 {
 		err = <-attached
 	} else {
-		timer := time.NewTimer(d)
-		defer timer.Stop()
+		giveUp, stop := t.opts.clock.giveUp(d)
+		defer stop()
 		select {
 		case err = <-attached:
-		case <-timer.C:
+		case <-giveUp:
 			// The flusher is held up by a stalled sink: the tee attaches
 			// once it is free, and ends at once.
 			go func() {
@@ -163,12 +162,12 @@ func (e *Tee) waitDone() error {
 		<-e.s.done
 		return e.s.cause()
 	}
-	timer := time.NewTimer(d)
-	defer timer.Stop()
+	giveUp, stop := e.t.opts.clock.giveUp(d)
+	defer stop()
 	select {
 	case <-e.s.done:
 		return e.s.cause()
-	case <-timer.C:
+	case <-giveUp:
 		return fmt.Errorf("%w (%v): the tee's io.Writer is stalled", ErrTimeout, d)
 	}
 }

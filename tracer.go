@@ -7,7 +7,6 @@ import (
 	"os"
 	"strings"
 	"sync"
-	"time"
 	"unsafe"
 
 	"go.uber.org/atomic"
@@ -136,12 +135,12 @@ func (t *Tracer) flushHere() error {
 		f.pass(true)
 		return f.sync()
 	}
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	if !f.passBy(timer.C) {
+	giveUp, stop := t.opts.clock.giveUp(d)
+	defer stop()
+	if !f.passBy(giveUp) {
 		return stalled(d)
 	}
-	return f.syncBy(timer.C)
+	return f.syncBy(giveUp)
 }
 
 // Flush writes every event recorded before the call and returns once the

@@ -1,9 +1,5 @@
 package tracer
 
-import (
-	"time"
-)
-
 // wait runs f, which writes to the sink, and returns its error, or
 // ErrTimeout once the stop timeout has passed while f goes on in the
 // background.
@@ -14,12 +10,12 @@ func (t *Tracer) wait(f func() error) error {
 	}
 	done := make(chan error, 1) // f never blocks on sending
 	go func() { done <- f() }()
-	timer := time.NewTimer(d)
-	defer timer.Stop()
+	giveUp, stop := t.opts.clock.giveUp(d)
+	defer stop()
 	select {
 	case err := <-done:
 		return err
-	case <-timer.C:
+	case <-giveUp:
 		return stalled(d)
 	}
 }
