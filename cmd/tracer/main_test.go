@@ -4,6 +4,10 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -122,6 +126,10 @@ func TestNotATraceRefused(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, w.Close())
 	good := writeFile(t, dir, "good.json", "[\n"+ev+",\n"+ev+"\n]\n")
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+	_, busy, _ := net.SplitHostPort(l.Addr().String())
 	for _, f := range []struct{ name, content string }{
 		{"text.txt", "hello, not a trace\n"},
 		{"binary.json", "\x00\x01\x02\xfe\xfe"},
@@ -154,5 +162,22 @@ func TestNotATraceRefused(t *testing.T) {
 		code, stdout, _ := runCmd("check", path)
 		assert.Equal(t, 1, code)
 		assert.Contains(t, stdout, "not a JSON trace", f.name)
+
+		// view refuses it before it serves: on a port in use, a view
+		// that went on would fail to listen instead.
+		code, _, stderr := runCmd("view", "-no-browser", "-port", busy, path)
+		assert.Equal(t, 1, code)
+		assert.Contains(t, stderr, path+":1: not a JSON trace", f.name)
+		content := f.content
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			_, _ = io.WriteString(w, content)
+		}))
+		// A URL is fetched once view listens (on any port here; a view
+		// that went on would serve until idle, and exit 0).
+		code, _, stderr = runCmd("view", "-no-browser", "-port", "0", "-idle", "1s", srv.URL+"/"+f.name)
+		srv.Close()
+		assert.Equal(t, 1, code)
+		assert.Contains(t, stderr, "fetched from "+srv.URL+"/"+f.name, f.name)
+		assert.Contains(t, stderr, "not a JSON trace", f.name)
 	}
 }

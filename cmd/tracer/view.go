@@ -62,6 +62,9 @@ func runView(args []string, stdout, stderr io.Writer) error {
 		if !st.Mode().IsRegular() {
 			return fmt.Errorf("%s is not a regular file", path)
 		}
+		if err := refuseNotTrace(path); err != nil {
+			return err
+		}
 		fmt.Fprint(stderr, sizeWarning(path, st.Size()))
 	}
 	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(*port)))
@@ -82,6 +85,9 @@ func runView(args []string, stdout, stderr io.Writer) error {
 		if ctx.Err() != nil {
 			return fmt.Errorf("%s: %w", path, errInterrupted)
 		}
+		if err := refuseNotTrace(f.path); err != nil {
+			return fmt.Errorf("fetched from %s: %w", path, err)
+		}
 		serve, name = f.path, fmt.Sprintf("%s (fetched from %s)", filepath.Base(f.path), path)
 	}
 	v := newViewer(serve, l)
@@ -101,6 +107,19 @@ func runView(args []string, stdout, stderr io.Writer) error {
 			"Over SSH, forward the port first: ssh -L %d:127.0.0.1:%d HOST\n", link, name, v.base(), until, *port, *port)
 	}
 	return v.serve(ctx, *idle)
+}
+
+// refuseNotTrace returns an error if the file at path (plain or gzip) is
+// no JSON trace at all, a text or binary file: the UI would load it only
+// to say it cannot. It reads up to the first event.
+func refuseNotTrace(path string) error {
+	in, err := openFetched(path, path, nil, true, nil)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	_, _ = in.reader().Next() // a later event's problem is the UI's to show
+	return in.errNotTrace()
 }
 
 // fetchForView downloads the trace at rawURL for view, and says on
