@@ -155,6 +155,7 @@ func (db *DB) Load(paths []string) (tables.Report, error) {
 	}
 	s.slices = tables.NewPipe(loader.write)
 	b := tables.NewBuilder(s)
+	b.InOpen = true // Late tracks are nested again below
 	b.MaxPending = db.MaxPending
 	if b.MaxPending <= 0 {
 		b.MaxPending = DefaultMaxPending

@@ -44,7 +44,8 @@ func TestRenestMatchesTraceProcessor(t *testing.T) {
 			be(b, "B", "main", 0)
 			be(b, "E", "main", 20+4*3000)
 		},
-		// The same main span never ended (the program was killed).
+		// The same main span never ended (the program was killed),
+		// written first.
 		"open B": func(b *strings.Builder) {
 			be(b, "B", "main", 0)
 			for i := range 3000 {
@@ -90,7 +91,13 @@ func TestRenestMatchesTraceProcessor(t *testing.T) {
 			db.MaxPending = 64
 			rep, err := db.Load([]string{path})
 			require.NoError(t, err)
-			assert.NotEmpty(t, rep.Late, "the premise: slices written before the one that encloses them")
+			if name == "open B" {
+				// Written as children of the B still open, at once
+				// (tables.Builder.InOpen): nothing to nest again.
+				assert.Empty(t, rep.Late)
+			} else {
+				assert.NotEmpty(t, rep.Late, "the premise: slices written before the one that encloses them")
+			}
 			assert.Zero(t, rep.Unsure, "nested again: none short")
 			if name == "too deep" {
 				assert.Equal(t, int64(1), rep.TooDeep)

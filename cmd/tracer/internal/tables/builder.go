@@ -76,6 +76,15 @@ type Builder struct {
 	// forest.go); 0 means DefaultMaxPending.
 	MaxPending int
 
+	// InOpen writes the slices inside B events still open as they can
+	// be written, as children of those B events, rather than once the
+	// B events end (see anchorOf): a Chromium trace's message loops
+	// are never ended, and 83% of its slices waited for the end of the
+	// file. It is for a Sink that nests Report.Late tracks again: a
+	// track in start order until an X comes after the slices it holds
+	// (TypeScript's) had them written in the B around them, short.
+	InOpen bool
+
 	Report Report
 
 	read readAhead // Build's: see readahead.go
@@ -315,6 +324,9 @@ func (b *Builder) Add(e *tracefile.Event) error {
 		n.be = true
 		b.bindFlow(e, n, 0)
 		th.t.seeStart(ts)
+		if n.clean = b.InOpen && th.t.cleanStart(ts); n.clean {
+			n.inDepth = int32(len(th.t.open))
+		}
 		th.t.open = append(th.t.open, n)
 		b.wait(th.t)
 		return nil
@@ -470,7 +482,11 @@ func (b *Builder) place(t *track, n *node, begun bool) error {
 	if !begun {
 		t.seeStart(n.row.TS)
 	}
-	b.Report.Unsure += t.enclosesWritten(n)
+	if !n.clean {
+		// A clean B encloses no root written but those written in it
+		// (see anchorOf).
+		b.Report.Unsure += t.enclosesWritten(n)
+	}
 	b.wait(t)
 	if in := t.place(n); in != nil && (in.row.TS != n.row.TS || in.end != n.end) {
 		// A parent came before its child. (Two slices of the same
@@ -613,12 +629,22 @@ func (b *Builder) emit(t *track, k int) error {
 				return err
 			}
 		}
-		t.stale = staleTop(r)
+		anchor, depth := t.anchorOf(r)
+		t.stale, t.staled = staleTop(r), r.end
+		var parent *int64
+		if anchor != nil {
+			anchor.anchored = true
+			if t.lastTop == nil {
+				t.lastTop = map[int64]int64{}
+			}
+			t.lastTop[anchor.row.ID] = t.stale
+			parent = b.arena.int64Ptr(anchor.row.ID)
+		}
 		if t.thread {
 			b.remember(t, r)
 		}
 		start, end := r.row.TS, r.end // r is reused once written
-		n, err := b.write(r, 0, nil)
+		n, err := b.write(t, r, depth, parent)
 		b.pending -= n
 		t.written(start, end, n)
 		if err != nil {
@@ -633,10 +659,14 @@ func (b *Builder) emit(t *track, k int) error {
 	return nil
 }
 
-// write writes n and its subtree at depth, and returns how many slices
-// it wrote. Their nodes are then reused: a row's pointers point into
-// the arena, not into them, as a Sink may keep a copy of the row.
-func (b *Builder) write(n *node, depth int32, parent *int64) (int, error) {
+// write writes n, of track t, and its subtree at depth, and returns how
+// many slices it wrote. Their nodes are then reused: a row's pointers
+// point into the arena, not into them, as a Sink may keep a copy of the
+// row.
+func (b *Builder) write(t *track, n *node, depth int32, parent *int64) (int, error) {
+	if n.anchored {
+		delete(t.lastTop, n.row.ID) // its flow events are bound: see bindFlows
+	}
 	if depth >= maxDepth {
 		// trace_processor keeps 512 levels and drops the slices below
 		// (slice_max_depth_exceeded).
@@ -654,7 +684,7 @@ func (b *Builder) write(n *node, depth int32, parent *int64) (int, error) {
 	if len(n.children) > 0 {
 		id := b.arena.int64Ptr(n.row.ID)
 		for _, c := range n.children {
-			k, err := b.write(c, depth+1, id)
+			k, err := b.write(t, c, depth+1, id)
 			count += k
 			if err != nil {
 				return count, err
@@ -694,7 +724,9 @@ func (b *Builder) EndGroup() error {
 	}
 	for _, t := range b.waiting {
 		for _, n := range t.open {
-			b.Report.Unsure += t.enclosesWritten(n)
+			if !n.clean {
+				b.Report.Unsure += t.enclosesWritten(n)
+			}
 			t.place(n)
 			b.pending++
 		}
@@ -721,7 +753,7 @@ func (b *Builder) EndGroup() error {
 				return err
 			}
 		}
-		t.points, t.nexts, t.stale = nil, 0, 0
+		t.points, t.nexts, t.stale, t.lastTop = nil, 0, 0, nil
 		t.listed = false
 	}
 	b.waiting = b.waiting[:0]

@@ -93,7 +93,8 @@ func (b *Builder) flowEvent(e *tracefile.Event, ph byte, ts int64) error {
 // zero-length slice at its ts, or the last of the slices before it), but
 // not a B/E pair, which its E pops; an f without "bp":"e" to the next
 // slice to begin after it. Those before r and after the root written
-// before it bind to what that root left on the stack (t.stale).
+// before it bind to what that root left on the stack (t.stale), or to
+// the B open around them (see gapTop).
 // t.points is sorted by ts, so this costs the points bound, not all those
 // waiting.
 func (b *Builder) bindFlows(t *track, r *node) error {
@@ -110,11 +111,15 @@ func (b *Builder) bindFlows(t *track, r *node) error {
 		case p.ts < r.row.TS:
 			if p.next {
 				t.nexts--
-				if err := b.bind(p, r); err != nil {
+				n := r
+				if o := t.nextOpen(p.ts, r.row.TS); o != nil {
+					n = o
+				}
+				if err := b.bind(p, n); err != nil {
 					return err
 				}
-			} else if t.stale != 0 {
-				if err := b.bindID(p, t.stale); err != nil {
+			} else if id, _ := t.gapTop(p.ts, t.staled, t.stale); id != 0 {
+				if err := b.bindID(p, id); err != nil {
 					return err
 				}
 			} else if err := b.unbound(p); err != nil {
@@ -130,7 +135,7 @@ func (b *Builder) bindFlows(t *track, r *node) error {
 				keep = append(keep, p) // the next root's
 			}
 		default:
-			if err := b.bind(p, topAt(r, p.ts)); err != nil {
+			if err := b.bindID(p, t.topAt(r, p.ts)); err != nil {
 				return err
 			}
 		}
@@ -140,21 +145,26 @@ func (b *Builder) bindFlows(t *track, r *node) error {
 	return nil
 }
 
-// topAt returns the slice of r's subtree on top of trace_processor's
-// stack at ts, in r: the last slice begun at or before ts, going down,
-// but not into a B/E pair that ended before ts. Children are in start
-// order: found by a binary search, as a slice may have thousands (a
-// Chromium task's).
-func topAt(r *node, ts int64) *node {
+// topAt returns the id of the slice of r's subtree on top of
+// trace_processor's stack at ts, in r: the last slice begun at or before
+// ts, going down, but not into a B/E pair that ended before ts; in a B
+// whose first children were written while it was open, and ended
+// before ts, what they left on top. Children are in start order: found
+// by a binary search, as a slice may have thousands (a Chromium
+// task's).
+func (t *track) topAt(r *node, ts int64) int64 {
 	n := r
 	for {
 		i := sort.Search(len(n.children), func(i int) bool { return n.children[i].row.TS > ts })
 		if i == 0 {
-			return n
+			if id := t.lastTop[n.row.ID]; n.anchored && id != 0 {
+				return id
+			}
+			return n.row.ID
 		}
 		c := n.children[i-1]
 		if c.be && c.end < ts {
-			return n
+			return n.row.ID
 		}
 		n = c
 	}

@@ -3,6 +3,7 @@ package tables
 import (
 	"math"
 	"slices"
+	"sort"
 )
 
 // Depth and parent.
@@ -19,7 +20,9 @@ import (
 //   - on a track whose slices have come in order of their starts (B/E
 //     pairs, or X events written as they begin, which shows once a
 //     parent comes before its child), a root that ended before the
-//     latest start, with no B open before it;
+//     latest start, with no B open before it, or inside the B events
+//     open before it if each of them was clean when it began (see
+//     anchorOf);
 //   - at the end of the files of its process, every root;
 //   - past Builder.MaxPending slices waiting over all tracks, the
 //     roots that ended first, over all tracks, until half of them are
@@ -37,12 +40,15 @@ import (
 
 // A node is a slice waiting for its depth. The fields the forest reads
 // of a node placed long ago (end, size, and row's TS) come first, in
-// one cache line: a node is 160 bytes, most of them cold by the time it
+// one cache line: a node is 168 bytes, most of them cold by the time it
 // is written.
 type node struct {
 	end      int64 // math.MaxInt64 for a B never ended
 	size     int   // slices in its subtree, itself included
 	be       bool  // a B/E (or b/e) pair, which its E pops off Perfetto's stack
+	clean    bool  // a B that began on a stack of clean B events alone: see cleanStart
+	anchored bool  // roots were written in it while it was open: see anchorOf
+	inDepth  int32 // a clean B's depth, as the roots written in it were written
 	row      Slice
 	args     string // row.Args, set when it is written
 	children []*node
@@ -185,11 +191,18 @@ type track struct {
 	maxWrite int64   // latest start of a root written, MinInt64 before
 	maxEnd   int64   // latest end of a root written, MinInt64 before
 	late     bool    // a slice came that may enclose, or be inside, a root written: see Report.Late
+	anchored bool    // roots were written inside B events open (see anchorOf)
 	path     []*node // from a root down to the slice placed last (see place)
 
 	points []*flowPoint // flow events waiting for their slice, by ts
 	nexts  int          // of which bind to the next slice
 	stale  int64        // the slice on top of Perfetto's stack after the last root written, or 0
+	staled int64        // the end of that root
+	// By the id of a B written in while open (anchored), not written
+	// yet itself: what the last root written in it left on top of the
+	// stack (see staleTop). A map, not a field of every node: few
+	// are.
+	lastTop map[int64]int64
 
 	thread     bool        // a thread's track: flow events bind to its slices
 	hist       []histSlice // the slices written, for flow events that come late (see late.go)
@@ -212,6 +225,11 @@ func newTrack(id int64) *track {
 func (t *track) seeStart(ts int64) {
 	if ts < t.maxStart {
 		t.ordered = false
+		if t.anchored {
+			// Roots were written as children of the B events open,
+			// which a slice out of order may enclose.
+			t.late = true
+		}
 	} else {
 		t.maxStart = ts
 	}
@@ -220,9 +238,7 @@ func (t *track) seeStart(ts int64) {
 // safe returns how many roots at the front can be written: none unless
 // the track has come in start order.
 func (t *track) safe() int {
-	if !t.ordered || t.xSeen && !t.parents {
-		// X events in start order look like siblings in end order
-		// until a parent comes after its child or before it.
+	if !t.inOrder() {
 		return 0
 	}
 	n := 0
@@ -231,14 +247,158 @@ func (t *track) safe() int {
 		if r.end > t.maxStart || r.end == t.maxStart && r.row.TS == r.end {
 			break // a slice to come may begin in it (of no duration, one at its time)
 		}
-		for _, b := range t.open {
-			if b.row.TS <= r.row.TS {
-				return n
-			}
+		if k := t.openBefore(r.row.TS); k > 0 && !t.anchors(k, r.row.TS) {
+			return n
 		}
 		n++
 	}
 	return n
+}
+
+// inOrder reports whether t's slices have come in order of their starts,
+// as far as can be told: X events in start order look like siblings in
+// end order until a parent comes after its child or before it.
+func (t *track) inOrder() bool { return t.ordered && !(t.xSeen && !t.parents) }
+
+// Roots written inside B events still open.
+//
+// A thread may open a B and end it only at the end of the trace, or
+// never (Chromium's message loops: 70 of them in a startup trace): the
+// slices in it are roots of the forest (a B is placed at its end), and
+// waited for it to the end of the file, 83% of the slices of that trace.
+// Perfetto gives a slice the parent and depth of its stack when it
+// begins, so a root that begins inside B events open can be written as
+// their child, if their depths are known: a B is clean when, at its
+// start, the stack held the B events open and nothing else (every slice
+// written or waiting had ended, and the B below it was clean), so that
+// the outermost has depth 0 and each the depth of its place among them.
+// A B that ends is placed, and written, as any slice; its children
+// written already are not in its subtree, so what they left on top of
+// the stack is kept (track.lastTop), for the flow events after them.
+
+// cleanStart reports whether a B beginning at ts now is clean. Of the
+// roots waiting, the last ends last: a root that ended after another
+// began would hold it.
+func (t *track) cleanStart(ts int64) bool {
+	if !t.inOrder() || t.maxEnd >= ts {
+		return false
+	}
+	if k := len(t.roots); k > 0 && t.roots[k-1].end >= ts {
+		return false
+	}
+	// The B below it must have begun before it: a root it is written
+	// as, its B must anchor it (see anchors).
+	k := len(t.open)
+	return k == 0 || t.open[k-1].clean && t.open[k-1].row.TS < ts
+}
+
+// openBefore returns how many of the B events open began at or before
+// ts: those at the front, in start order (a search: a thread may hold
+// thousands open, a recursion of LongSpans, and this runs for each root
+// written and flow event bound). On a track out of order they may not
+// be in order: see anchorOf.
+func (t *track) openBefore(ts int64) int {
+	return sort.Search(len(t.open), func(i int) bool { return t.open[i].row.TS > ts })
+}
+
+// anchors reports whether a slice beginning at ts, inside the first k B
+// events open, can be written as a child of the kth: it is clean (so are
+// those below it) and began before ts. (If the track is out of order
+// since, it is nested again: see seeStart. Its slices are still written
+// each one level below its parent.)
+func (t *track) anchors(k int, ts int64) bool {
+	a := t.open[k-1]
+	return a.clean && a.row.TS < ts
+}
+
+// anchorOf returns the B open that the root r, about to be written, is
+// written in, and r's depth there: the innermost B that began before r,
+// if it anchors r (see anchors); nil and 0 if no B open began at or
+// before r. A root that a B open may hold but does not anchor is
+// written at depth 0, and its track nested again; so is a clean B whose
+// children were written at the depth it began at, written at another
+// (it ended after the B around it did: trace_processor keeps the depth
+// it began at, the forest does not).
+func (t *track) anchorOf(r *node) (*node, int32) {
+	k := t.openBefore(r.row.TS)
+	var a *node
+	switch {
+	case k == 0:
+	case !t.anchors(k, r.row.TS):
+		t.late = true
+		k = 0
+	default:
+		t.anchored = true
+		if !t.ordered {
+			t.late = true // the B events open may not be in order
+		}
+		a = t.open[k-1]
+	}
+	if r.anchored && int32(k) != r.inDepth {
+		// (At its depth, its parent is the B it began in: none other
+		// that began before it can be open there.)
+		t.late = true
+	}
+	return a, int32(k)
+}
+
+// gapTop returns the slice on top of the stack at ts, between the roots
+// written: the innermost B open at ts if it began once the root before
+// (which ended at prevEnd, leaving stale on top) had ended; else stale;
+// else the innermost B open at ts; 0 if none. ok is false if that B is
+// not clean: the roots around ts were written short of it, and its
+// track is nested again (see anchorOf).
+func (t *track) gapTop(ts, prevEnd, stale int64) (id int64, ok bool) {
+	var b *node
+	if k := t.openBefore(ts); k > 0 {
+		b = t.open[k-1]
+	}
+	if w := t.endedAround(ts); w != nil && (b == nil || w.row.TS > b.row.TS) {
+		b = w
+	}
+	if b == nil {
+		return stale, true
+	}
+	if stale != 0 && b.row.TS < prevEnd {
+		return stale, true
+	}
+	if !b.clean {
+		return stale, false
+	}
+	return b.row.ID, true
+}
+
+// endedAround returns the innermost B that holds ts, ended and not
+// written yet, that roots were written in while it was open (a late
+// flow event in it, before or between those, binds as if it were still
+// open), or nil. Roots waiting are sorted by start and do not overlap.
+func (t *track) endedAround(ts int64) *node {
+	var in *node
+	list := t.roots
+	for {
+		i := sort.Search(len(list), func(i int) bool { return list[i].row.TS > ts })
+		if i == 0 {
+			return in
+		}
+		n := list[i-1]
+		if n.end < ts {
+			return in
+		}
+		if n.anchored {
+			in = n
+		}
+		list = n.children
+	}
+}
+
+// nextOpen returns the first B open that began after ts and before
+// before, or nil: the next slice to begin after ts, before the root
+// written next.
+func (t *track) nextOpen(ts, before int64) *node {
+	if k := t.openBefore(ts); k < len(t.open) && t.open[k].row.TS < before {
+		return t.open[k]
+	}
+	return nil
 }
 
 // maxExtents is the most extents of written roots a track keeps.

@@ -2,6 +2,7 @@ package tables
 
 import (
 	"math"
+	"slices"
 	"sort"
 )
 
@@ -22,7 +23,10 @@ import (
 // time: in the root that holds its time, to the slice on top of the
 // stack; between two roots, to what the one before left on top, or to
 // none; an f that binds to the next slice, to the first that begins
-// after it. Where the written slices cannot tell (a B still open, begun
+// after it. A root written inside B events still open (Builder.InOpen)
+// is remembered as a root until its B is written, which then takes it
+// as a child; between such roots the B on top binds (see gapTop). Where
+// the written slices cannot tell (a B still open, not clean, begun
 // since the root before its time began; a track whose roots were written
 // out of order, or whose slices are nested again; a time the track has
 // forgotten: past histMax slices remembered, every track forgets the
@@ -42,12 +46,20 @@ type histSlice struct {
 }
 
 // remember adds the tree of r, about to be written, to the history of
-// its track, a thread's.
+// its track, a thread's. The roots written in r while it was open (a
+// clean B: see anchorOf), the last ones remembered, become its first
+// children there.
 func (b *Builder) remember(t *track, r *node) {
 	if b.ending {
 		return
 	}
-	if n := len(t.histRoots); !t.ordered || n > 0 && (r.row.TS < t.hist[t.histRoots[n-1]].start || r.end < t.hist[t.histRoots[n-1]].end) {
+	n := len(t.histRoots)
+	if r.clean {
+		for n > 0 && t.hist[t.histRoots[n-1]].start > r.row.TS {
+			n--
+		}
+	}
+	if !t.ordered || n > 0 && (r.row.TS < t.hist[t.histRoots[n-1]].start || r.end < t.hist[t.histRoots[n-1]].end) {
 		// A track not in start order (the tracer package's, in end
 		// order, writes a root once nothing later can enclose it: a
 		// flow event in it came before it), or roots out of order
@@ -64,29 +76,89 @@ func (b *Builder) remember(t *track, r *node) {
 		b.histTracks = append(b.histTracks, t)
 	}
 	before := len(t.hist)
-	t.histRoots = append(t.histRoots, int32(len(t.hist)))
+	var first []int32
+	if n < len(t.histRoots) {
+		first = slices.Clone(t.histRoots[n:])
+	}
+	t.histRoots = append(t.histRoots[:n], int32(len(t.hist)))
 	t.hist = append(t.hist, histSlice{})
-	t.histSlice(r, len(t.hist)-1, 0)
+	t.histSlice(r, len(t.hist)-1, 0, first)
 	if b.histLen += len(t.hist) - before; b.histLen > histMax {
 		b.halve()
 	}
 }
 
 // histSlice fills t.hist[i] with n, at depth, and adds its subtree.
-func (t *track) histSlice(n *node, i int, depth int32) {
+// first are roots remembered already that were written in n while it
+// was open (see remember), in start order: each goes under the slice of
+// n's subtree it was written in.
+func (t *track) histSlice(n *node, i int, depth int32, first []int32) {
 	t.hist[i] = histSlice{start: n.row.TS, end: n.end, id: n.row.ID, be: n.be}
-	if len(n.children) == 0 || depth+1 >= maxDepth {
+	if len(first)+len(n.children) == 0 || depth+1 >= maxDepth {
 		return // trace_processor drops the slices below
 	}
-	kids := len(t.histKids)
-	t.hist[i].kids, t.hist[i].nkids = int32(kids), int32(len(n.children))
-	t.histKids = append(t.histKids, make([]int32, len(n.children))...)
-	for k, c := range n.children {
-		j := len(t.hist)
-		t.hist = append(t.hist, histSlice{})
-		t.histKids[kids+k] = int32(j)
-		t.histSlice(c, j, depth+1)
+	if len(first) == 0 {
+		// The usual case: no root was written in n while it was open.
+		kids := len(t.histKids)
+		t.hist[i].kids, t.hist[i].nkids = int32(kids), int32(len(n.children))
+		t.histKids = append(t.histKids, make([]int32, len(n.children))...)
+		for k, c := range n.children {
+			j := len(t.hist)
+			t.hist = append(t.hist, histSlice{})
+			t.histKids[kids+k] = int32(j)
+			t.histSlice(c, j, depth+1, nil)
+		}
+		return
 	}
+	// The kids in start order: the roots of first between the children,
+	// and each child with those of first written in it.
+	type kid struct {
+		pre   int32 // a root of first, or -1
+		c     *node
+		first []int32
+	}
+	kids := make([]kid, 0, len(first)+len(n.children))
+	j := 0
+	for _, c := range n.children {
+		for j < len(first) && t.hist[first[j]].start <= c.row.TS {
+			kids = append(kids, kid{pre: first[j]})
+			j++
+		}
+		k := j
+		if c.anchored {
+			for k < len(first) && t.hist[first[k]].start <= c.end {
+				k++
+			}
+		}
+		kids = append(kids, kid{pre: -1, c: c, first: first[j:k]})
+		j = k
+	}
+	for ; j < len(first); j++ {
+		kids = append(kids, kid{pre: first[j]})
+	}
+	at := len(t.histKids)
+	t.hist[i].kids, t.hist[i].nkids = int32(at), int32(len(kids))
+	t.histKids = append(t.histKids, make([]int32, len(kids))...)
+	for k, kd := range kids {
+		if kd.pre >= 0 {
+			t.histKids[at+k] = kd.pre
+			continue
+		}
+		c := len(t.hist)
+		t.hist = append(t.hist, histSlice{})
+		t.histKids[at+k] = int32(c)
+		t.histSlice(kd.c, c, depth+1, kd.first)
+	}
+}
+
+// histFirst returns the first index in t.hist of the subtree of the
+// slice at i: its own, unless its first children were remembered before
+// it (see remember).
+func (t *track) histFirst(i int32) int32 {
+	for h := &t.hist[i]; h.nkids > 0 && t.histKids[h.kids] < i; h = &t.hist[i] {
+		i = t.histKids[h.kids]
+	}
+	return i
 }
 
 // forget empties every track's history, at the end of a group.
@@ -127,7 +199,7 @@ func (t *track) halve() {
 		return
 	}
 	t.histForgot = true
-	cut := t.histRoots[k]
+	cut := t.histFirst(t.histRoots[k])
 	kcut := int32(len(t.histKids))
 	for i := range t.hist[cut:] {
 		if h := &t.hist[int(cut)+i]; h.nkids > 0 {
@@ -180,7 +252,9 @@ func (t *track) recall(ts int64, next bool) (int64, recalled) {
 		i++
 	}
 	// A B still open, begun since the root before ts began, may be on
-	// top at ts, or begin after it.
+	// top at ts; if it is clean, the roots around ts were written in it,
+	// and gapTop tells. For next, one that begins after ts may be the
+	// next slice (see nextOf).
 	since := int64(math.MinInt64)
 	switch {
 	case i < len(roots) && t.hist[roots[i]].start <= ts:
@@ -189,7 +263,7 @@ func (t *track) recall(ts int64, next bool) (int64, recalled) {
 		since = t.hist[roots[i-1]].start
 	}
 	for _, o := range t.open {
-		if o.row.TS > since && (o.row.TS <= ts || next) {
+		if o.row.TS > since && !next && o.row.TS <= ts && !o.clean {
 			return 0, unsure
 		}
 	}
@@ -207,23 +281,27 @@ func (t *track) recall(ts int64, next bool) (int64, recalled) {
 			return 0, unsure // before the roots remembered: a root forgotten may hold it
 		}
 		if next {
-			return t.hist[r].id, bound
+			return t.nextOf(ts, roots[i])
 		}
-		if i == 0 {
-			return 0, unbound
+		prevEnd, stale := int64(math.MinInt64), int64(0)
+		if i > 0 {
+			prevEnd, stale = t.hist[roots[i-1]].end, t.histStale(roots[i-1])
 		}
-		if id := t.histStale(roots[i-1]); id != 0 {
+		switch id, ok := t.gapTop(ts, prevEnd, stale); {
+		case !ok:
+			return 0, unsure
+		case id != 0:
 			return id, bound
 		}
 		return 0, unbound
 	}
 	if next {
-		if id := t.histNext(r, ts); id != 0 {
-			return id, bound
+		if n := t.histNext(r, ts); n >= 0 {
+			return t.nextOf(ts, n)
 		}
 		if i+1 < len(roots) {
-			if n := &t.hist[roots[i+1]]; n.start > ts {
-				return n.id, bound
+			if n := roots[i+1]; t.hist[n].start > ts {
+				return t.nextOf(ts, n)
 			}
 			return 0, unsure
 		}
@@ -263,20 +341,49 @@ func (t *track) histStale(r int32) int64 {
 	return t.hist[n].id
 }
 
-// histNext is nextAfter, on the history of the root at r: the first
-// slice of its subtree, in start order, that begins after ts, or 0.
-func (t *track) histNext(r int32, ts int64) int64 {
+// histNext is nextAfter, on the history of the root at r: the index of
+// the first slice of its subtree, in start order, that begins after ts,
+// or -1.
+func (t *track) histNext(r int32, ts int64) int32 {
 	h := &t.hist[r]
 	if h.start > ts {
-		return h.id
+		return r
 	}
 	for _, c := range t.histKids[h.kids : h.kids+h.nkids] {
 		if x := &t.hist[c]; x.end < ts && x.start <= ts {
 			continue
 		}
-		if id := t.histNext(c, ts); id != 0 {
-			return id
+		if n := t.histNext(c, ts); n >= 0 {
+			return n
 		}
 	}
-	return 0
+	return -1
+}
+
+// nextOf binds a flow event at ts to the next slice to begin: the one
+// remembered at n, unless a slice not written yet (a B still open, or a
+// slice waiting) begins after ts and before it: then in time, as the
+// slices are written (see anchorOf).
+func (t *track) nextOf(ts int64, n int32) (int64, recalled) {
+	start := t.hist[n].start
+	if t.nextOpen(ts, start) != nil || t.waitingAfter(ts) < start {
+		return 0, inTime
+	}
+	return t.hist[n].id, bound
+}
+
+// waitingAfter returns the start of the first slice waiting that begins
+// after ts, or math.MaxInt64.
+func (t *track) waitingAfter(ts int64) int64 {
+	first := int64(math.MaxInt64)
+	i := sort.Search(len(t.roots), func(i int) bool { return t.roots[i].row.TS > ts })
+	if i < len(t.roots) {
+		first = t.roots[i].row.TS
+	}
+	if i > 0 {
+		if n := nextAfter(t.roots[i-1], ts); n != nil {
+			first = min(first, n.row.TS)
+		}
+	}
+	return first
 }

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -72,12 +71,7 @@ func TestLateFlows(t *testing.T) {
 		if round%5 == 4 {
 			histMax = 20 // forgets as it goes
 		}
-		type ev struct {
-			ts   int64
-			flow bool
-			text string
-		}
-		var slicesEvs, flowEvs []ev
+		var slicesEvs []genEvent
 		var spans [][2]int64 // per slice: start, end, for the flows' times
 		for tid := 1; tid <= 3; tid++ {
 			var grow func(s, e int64, depth int)
@@ -85,10 +79,10 @@ func TestLateFlows(t *testing.T) {
 				name := fmt.Sprintf("s%d", r.IntN(6))
 				if depth > 0 && e > s && r.IntN(5) == 0 {
 					slicesEvs = append(slicesEvs,
-						ev{s, false, fmt.Sprintf(`{"name":%q,"ph":"B","ts":%d,"pid":1,"tid":%d}`, name, s, tid)},
-						ev{e, false, fmt.Sprintf(`{"name":%q,"ph":"E","ts":%d,"pid":1,"tid":%d}`, name, e, tid)})
+						genEvent{s, fmt.Sprintf(`{"name":%q,"ph":"B","ts":%d,"pid":1,"tid":%d}`, name, s, tid)},
+						genEvent{e, fmt.Sprintf(`{"name":%q,"ph":"E","ts":%d,"pid":1,"tid":%d}`, name, e, tid)})
 				} else {
-					slicesEvs = append(slicesEvs, ev{s, false, fmt.Sprintf(`{"name":%q,"ph":"X","ts":%d,"dur":%d,"pid":1,"tid":%d}`, name, s, e-s, tid)})
+					slicesEvs = append(slicesEvs, genEvent{s, fmt.Sprintf(`{"name":%q,"ph":"X","ts":%d,"dur":%d,"pid":1,"tid":%d}`, name, s, e-s, tid)})
 				}
 				spans = append(spans, [2]int64{s, e})
 				for at := s + 1; depth < 4 && at < e-1; {
@@ -107,50 +101,22 @@ func TestLateFlows(t *testing.T) {
 				at = end + 1 + r.Int64N(40)
 			}
 		}
-		for id := range 20 + r.IntN(40) {
-			n := 2 + r.IntN(3)
-			times := make([]int64, n)
-			for k := range times {
-				if sp := spans[r.IntN(len(spans))]; r.IntN(4) > 0 {
-					times[k] = sp[0] + r.Int64N(sp[1]-sp[0]+1) // in a slice, at its start or end at times
-				} else {
-					times[k] = r.Int64N(3200)
-				}
+		flowEvs := genFlows(r, 20+r.IntN(40), func() int64 {
+			if sp := spans[r.IntN(len(spans))]; r.IntN(4) > 0 {
+				return sp[0] + r.Int64N(sp[1]-sp[0]+1) // in a slice, at its start or end at times
 			}
-			slices.Sort(times)
-			for k, ts := range times {
-				ph, bp := "t", ""
-				switch {
-				case k == 0:
-					ph = "s"
-				case k == n-1:
-					ph = "f"
-					if r.IntN(3) > 0 {
-						bp = `,"bp":"e"`
-					}
-				}
-				flowEvs = append(flowEvs, ev{ts, true, fmt.Sprintf(`{"name":"f","cat":"c","ph":%q,"id":%d,"ts":%d,"pid":1,"tid":%d%s}`, ph, id, ts, 1+r.IntN(3), bp)})
-			}
-		}
+			return r.Int64N(3200)
+		}, "")
 		// A flow chain's events in the order of their times, as a
 		// producer writes them.
-		slices.SortStableFunc(flowEvs, func(a, b ev) int { return cmp.Compare(a.ts, b.ts) })
-		write := func(name string, evs []ev) string {
-			var b strings.Builder
-			b.WriteString("[\n")
-			for i, e := range evs {
-				if i > 0 {
-					b.WriteString(",\n")
-				}
-				b.WriteString(e.text)
-			}
-			b.WriteString("\n]\n")
+		slices.SortStableFunc(flowEvs, func(a, b genEvent) int { return cmp.Compare(a.ts, b.ts) })
+		write := func(name string, evs []genEvent) string {
 			path := filepath.Join(dir, fmt.Sprintf("r%d-%s.json", round, name))
-			require.NoError(t, os.WriteFile(path, []byte(b.String()), 0o644))
+			writeEvents(t, path, evs)
 			return path
 		}
 		timely := slices.Concat(slicesEvs, flowEvs)
-		slices.SortStableFunc(timely, func(a, b ev) int { return cmp.Compare(a.ts, b.ts) }) // at one time, slices first
+		slices.SortStableFunc(timely, func(a, b genEvent) int { return cmp.Compare(a.ts, b.ts) }) // at one time, slices first
 		inTime := write("in-time", timely)
 		atEnd := write("at-end", slices.Concat(slicesEvs, flowEvs))
 

@@ -2,17 +2,12 @@ package tables
 
 import (
 	"fmt"
-	"io"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
-	"github.com/gotracer/tracer/cmd/tracer/internal/corpus"
 	"github.com/gotracer/tracer/internal/tracecheck"
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 // toolsPerName asks trace_processor, per slice name (every track), the
@@ -93,66 +88,45 @@ func abs(n int64) int64 { return max(n, -n) }
 // them with trace_processor's: per slice name, the count, total, self
 // time and deepest depth; the threads, flows and counters.
 func TestToolsAgainstPerfetto(t *testing.T) {
-	files, err := corpus.Files()
-	require.NoError(t, err)
-	dir := t.TempDir()
-	for _, f := range files {
-		if f.Large {
-			continue
-		}
-		r, err := f.Open()
-		require.NoError(t, err)
-		data, err := io.ReadAll(r)
-		r.Close()
-		require.NoError(t, err)
-		base := strings.TrimSuffix(f.Name, ".json.gz")
-		for _, v := range []struct {
-			name string
-			data []byte
-		}{{"whole", data}, {"cut", data[:len(data)*2/3]}} {
-			if v.name == "cut" && data[0] == '{' {
-				continue // neither viewer loads the object form cut
+	for _, tt := range toolTraces(t, t.TempDir()) {
+		base, path := tt.base, tt.path
+		t.Run(tt.name, func(t *testing.T) {
+			got, rep := build(t, 0, path)
+			want := map[string]string{}
+			for _, row := range tracecheck.Query(t, path, toolsPerName) {
+				want[row["name"]] = fmt.Sprintf("n=%s total=%s self=%s depth=%s", row["n"], row["total"], row["self"], row["depth"])
 			}
-			t.Run(base+" "+v.name, func(t *testing.T) {
-				path := filepath.Join(dir, base+"-"+v.name+".json")
-				require.NoError(t, os.WriteFile(path, v.data, 0o644))
-				got, rep := build(t, 0, path)
-				want := map[string]string{}
-				for _, row := range tracecheck.Query(t, path, toolsPerName) {
-					want[row["name"]] = fmt.Sprintf("n=%s total=%s self=%s depth=%s", row["n"], row["total"], row["self"], row["depth"])
+			have := perName(got)
+			var diff []string
+			for name, w := range want {
+				if h := have[name]; h != w && !knownDifference(base, w, h) {
+					diff = append(diff, fmt.Sprintf("%q: trace_processor %s, tables %s", name, w, h))
 				}
-				have := perName(got)
-				var diff []string
-				for name, w := range want {
-					if h := have[name]; h != w && !knownDifference(base, w, h) {
-						diff = append(diff, fmt.Sprintf("%q: trace_processor %s, tables %s", name, w, h))
-					}
+			}
+			for name, h := range have {
+				if _, ok := want[name]; !ok {
+					diff = append(diff, fmt.Sprintf("%q: trace_processor none, tables %s", name, h))
 				}
-				for name, h := range have {
-					if _, ok := want[name]; !ok {
-						diff = append(diff, fmt.Sprintf("%q: trace_processor none, tables %s", name, h))
-					}
-				}
-				slices.Sort(diff)
-				assert.Empty(t, diff, "per name:\n%s", strings.Join(diff, "\n"))
-				totals := tracecheck.Query(t, path, toolsTotals)[0]
-				sum := 0.0
-				for _, c := range got.counters {
-					sum += c.Value
-				}
-				assert.Equal(t, totals["threads"], fmt.Sprint(len(got.threads)), "threads")
-				assert.Equal(t, totals["flows"], fmt.Sprint(len(got.flows)), "flows")
-				assert.Equal(t, totals["counters"], fmt.Sprint(len(got.counters)), "counters")
-				assert.Equal(t, totals["counter_sum"], fmt.Sprint(int64(sum)), "counter values")
-				// The arrows, by their slices' names and times. Chromium
-				// writes its flow events after the slices of their time:
-				// they bind from what the tracks remember (late.go), every
-				// one of them here.
-				tp := tracecheck.PerfettoSQL(t, path, `SELECT o.name, o.ts, i.name, i.ts FROM flow f JOIN slice o ON o.id = f.slice_out JOIN slice i ON i.id = f.slice_in`)[1:]
-				slices.SortFunc(tp, func(a, b []string) int { return slices.Compare(a, b) })
-				assert.Equal(t, tp, arrows(got), "arrows")
-				assert.Zero(t, rep.LateFlows, "flow events whose slices were written, and which the history could not bind")
-			})
-		}
+			}
+			slices.Sort(diff)
+			assert.Empty(t, diff, "per name:\n%s", strings.Join(diff, "\n"))
+			totals := tracecheck.Query(t, path, toolsTotals)[0]
+			sum := 0.0
+			for _, c := range got.counters {
+				sum += c.Value
+			}
+			assert.Equal(t, totals["threads"], fmt.Sprint(len(got.threads)), "threads")
+			assert.Equal(t, totals["flows"], fmt.Sprint(len(got.flows)), "flows")
+			assert.Equal(t, totals["counters"], fmt.Sprint(len(got.counters)), "counters")
+			assert.Equal(t, totals["counter_sum"], fmt.Sprint(int64(sum)), "counter values")
+			// The arrows, by their slices' names and times. Chromium
+			// writes its flow events after the slices of their time:
+			// they bind from what the tracks remember (late.go), every
+			// one of them here.
+			tp := tracecheck.PerfettoSQL(t, path, `SELECT o.name, o.ts, i.name, i.ts FROM flow f JOIN slice o ON o.id = f.slice_out JOIN slice i ON i.id = f.slice_in`)[1:]
+			slices.SortFunc(tp, func(a, b []string) int { return slices.Compare(a, b) })
+			assert.Equal(t, tp, arrows(got), "arrows")
+			assert.Zero(t, rep.LateFlows, "flow events whose slices were written, and which the history could not bind")
+		})
 	}
 }
