@@ -13,15 +13,15 @@ import (
 // what was running); a flight recorder pushes out what it wrote more
 // than MaxAge ago; and the writer judges its sink stalled when a write
 // has not returned for stallAfter, after which events that find the
-// buffers full are dropped (progress.go); and Flush, Close and a tee's
-// Tee and Stop give up waiting for a stalled sink after the stop timeout.
-// They come from a flushClock, as
-// zap's entries take their time from a zapcore.Clock: the real one, or a
-// test's, which passes only when told, tells which spans are old, how
-// late it is and whether the sink stalled, so that a test says "every
-// span open now is old", "pass now", "a minute later" or "the write under
-// way has stalled" or "give up now" instead of sleeping and hoping the
-// machine kept up.
+// buffers full are dropped (progress.go); and Flush, Close, Tee and
+// Tee.Stop give up waiting for a stalled sink after the stop timeout.
+// They come from a flushClock, as zap's entries take their time from a
+// zapcore.Clock: the real one, or a test's, which passes only when told,
+// tells which spans are old, how late it is and whether the sink
+// stalled, and gives up when told, so that a test says "every span open
+// now is old", "pass now", "a minute later", "the write under way has
+// stalled" or "give up now" instead of sleeping and hoping the machine
+// kept up.
 
 // A flushClock is where the flusher takes its time from.
 type flushClock interface {
