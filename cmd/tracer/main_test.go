@@ -177,7 +177,6 @@ func TestNotATraceRefused(t *testing.T) {
 		code, _, stderr = runCmd("view", "-no-browser", "-port", "0", "-idle", "1s", srv.URL+"/"+f.name)
 		srv.Close()
 		assert.Equal(t, 1, code)
-		assert.Contains(t, stderr, "fetched from "+srv.URL+"/"+f.name, f.name)
-		assert.Contains(t, stderr, "not a JSON trace", f.name)
+		assert.Contains(t, stderr, srv.URL+"/"+f.name+":1: not a JSON trace", f.name)
 	}
 }

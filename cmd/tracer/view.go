@@ -85,9 +85,6 @@ func runView(args []string, stdout, stderr io.Writer) error {
 		if ctx.Err() != nil {
 			return fmt.Errorf("%s: %w", path, errInterrupted)
 		}
-		if err := refuseNotTrace(f.path); err != nil {
-			return fmt.Errorf("fetched from %s: %w", path, err)
-		}
 		serve, name = f.path, fmt.Sprintf("%s (fetched from %s)", filepath.Base(f.path), path)
 	}
 	v := newViewer(serve, l)
@@ -111,7 +108,8 @@ func runView(args []string, stdout, stderr io.Writer) error {
 
 // refuseNotTrace returns an error if the file at path (plain or gzip) is
 // no JSON trace at all, a text or binary file: the UI would load it only
-// to say it cannot. It reads up to the first event.
+// to say it cannot. It reads up to the first event. (A URL's answer is
+// checked as fetchForView reads it.)
 func refuseNotTrace(path string) error {
 	in, err := openFetched(path, path, nil, true, nil)
 	if err != nil {
@@ -124,19 +122,21 @@ func refuseNotTrace(path string) error {
 
 // fetchForView downloads the trace at rawURL for view, and says on
 // stderr what it fetched: its bytes, its events and whether it was cut
-// short.
+// short. An answer that is no JSON trace is an error.
 func fetchForView(rawURL string, stderr io.Writer) (*fetch, error) {
 	f, err := download(rawURL)
 	if err != nil {
 		return nil, err
 	}
 	events := int64(-1)
+	var notTrace error // an answer that is no JSON trace (an error page) is not served
 	if in, err := openFetched(rawURL, f.path, f, true, nil); err == nil {
 		// Cheap beside the fetch: a few hundred MB a second.
 		var n int64
 		if in.each(func(*tracefile.Event) error { n++; return nil }) == nil {
 			events = n
 		}
+		notTrace = in.errNotTrace()
 		in.Close()
 	}
 	msg := fmt.Sprintf("fetched %s: %d bytes", rawURL, f.n)
@@ -147,6 +147,10 @@ func fetchForView(rawURL string, stderr io.Writer) (*fetch, error) {
 		msg += "; " + f.cutNote() // what arrived is served: Perfetto opens a trace cut on an event's end
 	}
 	fmt.Fprintln(stderr, msg)
+	if notTrace != nil {
+		f.Close()
+		return nil, notTrace
+	}
 	if f.n > browserLimit {
 		fmt.Fprintf(stderr, "It is %d MiB: the Perfetto UI in a browser rarely opens more than 1 GiB. "+
 			"tracer stats says where the time goes from the command line; trace_processor_shell --httpd opens a saved copy (tracer repair -o FILE URL saves one).\n", f.n>>20)
