@@ -28,9 +28,11 @@ type Report struct {
 	// UnboundFlows counts flow events no slice of their thread encloses:
 	// the viewers draw no arrow from or to them either.
 	UnboundFlows int64
-	// LateFlows counts flow events that came after the slices of their
-	// time were written, where those do not tell the slice
-	// trace_processor binds them to (see late.go).
+	// LateFlows counts flow events that came too late to be sure of
+	// their arrows: after the slices of their time were written, where
+	// those do not tell the slice trace_processor binds them to (see
+	// late.go), or after events of their flow later in time whose
+	// arrows were written (see flow.go).
 	LateFlows int64
 	// MaxPending is the bound the Builder kept to (Builder.MaxPending).
 	MaxPending int
@@ -59,7 +61,7 @@ func (r Report) Warnings() []string {
 		w = append(w, fmt.Sprintf("%d slices nested deeper than the 512 levels trace_processor keeps are left out, as it drops them (slice_max_depth_exceeded)", r.TooDeep))
 	}
 	if r.LateFlows > 0 {
-		w = append(w, fmt.Sprintf("%d flow events came after the slices of their time were written, which do not tell the slice trace_processor binds each to: their arrows may start or end on other slices than its", r.LateFlows))
+		w = append(w, fmt.Sprintf("%d flow events came too late to be sure of their arrows (after the slices of their time were written, which do not tell the slice trace_processor binds each to, or after later events of their flow, whose arrows were written): they may start or end on other slices than its", r.LateFlows))
 	}
 	if r.UnboundFlows > 0 {
 		w = append(w, fmt.Sprintf("%d flow events bind to no slice (as in trace_processor: flow_no_enclosing_slice): no arrow from or to them", r.UnboundFlows))
@@ -94,19 +96,19 @@ type Builder struct {
 	group  int    // the group's number, from 1
 	file   string // the group's first file
 
-	strs     map[string]string
-	recent   [256]string // intern's cache
-	procs    map[procKey]*proc
-	procList []*proc
-	threads  map[threadKey]*thread
-	thrList  []*thread
-	async    map[string]*track
-	named    map[string]*track // instants of a process or of the trace
-	counters map[string]counterTrack
-	flows    map[string]*flowChain
-	retired  []*flowChain // replaced by a new flow of their id, not complete
-	binds    []bindPoint  // slices with a bind_id: see flow.go
-	strIDs   map[string]int64
+	strs         map[string]string
+	recent       [256]string // intern's cache
+	procs        map[procKey]*proc
+	procList     []*proc
+	threads      map[threadKey]*thread
+	thrList      []*thread
+	async        map[string]*track
+	named        map[string]*track // instants of a process or of the trace
+	counters     map[string]counterTrack
+	flows        map[string]*flowChain
+	writtenFlows int         // flows in flows with all their events written
+	binds        []bindPoint // slices with a bind_id: see flow.go
+	strIDs       map[string]int64
 
 	trackRows []Track
 	// carried holds, at the start of a rotated set's next file, the B
@@ -635,7 +637,7 @@ func (b *Builder) emit(t *track, k int) error {
 		if anchor != nil {
 			anchor.anchored = true
 			if t.lastTop == nil {
-				t.lastTop = map[int64]int64{}
+				t.lastTop = map[int64]sliceRef{}
 			}
 			t.lastTop[anchor.row.ID] = t.stale
 			parent = b.arena.int64Ptr(anchor.row.ID)
@@ -744,30 +746,26 @@ func (b *Builder) EndGroup() error {
 		// slices), or nothing (a B/E pair's, popped by its E).
 		for _, p := range t.points {
 			var err error
-			if p.next || t.stale == 0 {
+			if p.next || t.stale.id == 0 {
 				err = b.unbound(p)
 			} else {
-				err = b.bindID(p, t.stale)
+				err = b.bindSlice(p, t.stale)
 			}
 			if err != nil {
 				return err
 			}
 		}
-		t.points, t.nexts, t.stale, t.lastTop = nil, 0, 0, nil
+		t.points, t.nexts, t.stale, t.lastTop = nil, 0, sliceRef{}, nil
 		t.listed = false
 	}
 	b.waiting = b.waiting[:0]
 	for _, c := range b.flows {
-		b.retired = append(b.retired, c)
-	}
-	clear(b.flows)
-	for _, c := range b.retired {
 		if err := b.flushChain(c); err != nil {
 			return err
 		}
 	}
-	clear(b.retired)
-	b.retired = b.retired[:0]
+	clear(b.flows)
+	b.writtenFlows = 0
 	return nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/json"
+	"math"
 	"slices"
 	"sort"
 	"strconv"
@@ -17,28 +18,91 @@ import (
 //
 // A flow event (s, t, f: the tracer package's FlowBegin, Step and End)
 // binds to the innermost slice of its thread open at its ts, or, for an
-// f without "bp":"e", the next slice to begin on the thread; the flow
-// table holds an arrow from each bound event's slice to the next one's.
-// A flow event waits on its track until the slice around it is written
-// (see forest.go); the events of one flow are matched by category, name
-// and id, as trace_processor does for these events.
+// f without "bp":"e", the next slice to begin on the thread. A flow event
+// waits on its track until the slice around it is written (see
+// forest.go); the events of one flow are matched by category, name and
+// id, and its arrows drawn as trace_processor draws them, in the order
+// of its sort (by ts, then file order):
+//
+//   - the first s bound to a slice starts the flow; a later s of the same
+//     flow is ignored (flow_duplicate_id), even after an f;
+//   - a t draws an arrow from the flow's last slice and makes its own the
+//     last;
+//   - an f draws one from the last slice and leaves it last: each f of a
+//     flow draws one, and a t after them goes on from there;
+//   - a t or f before any start draws nothing, nor does one bound to no
+//     slice;
+//   - an arrow points from the slice that begins first to the other (at
+//     one ts, from the last slice): an f in a slice begun before the s's
+//     draws its arrow backwards, as trace_processor does; but an f
+//     without "bp":"e", taken when the next slice begins, draws from
+//     the flow's last slice then to that one.
+//
+// A flow's events are kept until an f came and all are bound, then its
+// arrows are written and only where they leave it kept (flowState, up
+// to maxWrittenFlows), for the events of its id to come. Where those
+// come before, in time, the last of the events already drawn,
+// trace_processor would have drawn them in another order: the tools
+// count them (Report.LateFlows).
 
-// A flowChain is the events of one flow, in file order.
+// A sliceRef is a slice a flow event binds to: its id (0 for none) and
+// its ts, which orders the flow's arrows.
+type sliceRef struct{ id, ts int64 }
+
+// refOf returns the sliceRef of n.
+func refOf(n *node) sliceRef { return sliceRef{n.row.ID, n.row.TS} }
+
+// A flowChain is one flow: its events not written yet, in file order,
+// and where those written left it.
 type flowChain struct {
-	key       string // in Builder.flows, while it is there
+	key       string // in Builder.flows
 	name, cat string
 	points    []*flowPoint
-	waiting   int  // points not bound yet
-	ended     bool // an f came
+	waiting   int       // points not bound yet
+	ended     bool      // an f came since the last written
+	state     flowState // what the events written left
 }
 
 // A flowPoint is one flow event.
 type flowPoint struct {
 	chain *flowChain
 	ts    int64
-	next  bool  // binds to the next slice, not the enclosing one
-	slice int64 // the slice it is bound to, 0 before
+	ph    byte     // 's', 't' or 'f'
+	next  bool     // binds to the next slice, not the enclosing one
+	slice sliceRef // the slice it is bound to, once bound
 }
+
+// sortTS returns where p comes in trace_processor's order: at its ts,
+// but for an f bound to the next slice, which it takes when that slice
+// begins (from the flow's last slice then).
+func (p *flowPoint) sortTS() int64 {
+	if p.next && p.slice.id != 0 {
+		return p.slice.ts
+	}
+	return p.ts
+}
+
+// afterSlice orders the flow events at one sortTS: the slice that an f
+// binds to begins before flow events at its ts, as a writer writes them.
+func (p *flowPoint) afterSlice() int {
+	if p.next && p.slice.id != 0 {
+		return 0
+	}
+	return 1
+}
+
+// A flowState is where a flow's events written left it: its last slice,
+// if it started, and the ts of its last event (math.MinInt64 before).
+type flowState struct {
+	last    sliceRef
+	ts      int64
+	started bool
+}
+
+// maxWrittenFlows bounds the flows kept once all their events are
+// written (about 250 bytes each, with their key): past it, they are
+// dropped, and a flow whose id comes back starts anew. A var for tests.
+var maxWrittenFlows = 1 << 17
 
 // flowEvent follows an s, t or f event.
 func (b *Builder) flowEvent(e *tracefile.Event, ph byte, ts int64) error {
@@ -53,14 +117,13 @@ func (b *Builder) flowEvent(e *tracefile.Event, ph byte, ts int64) error {
 	k = append(k, e.ID...)
 	b.key = k
 	c := b.flows[string(k)]
-	if ph == 's' || c == nil || c.ended {
-		if c != nil {
-			b.retired = append(b.retired, c) // a new flow with its id
-		}
-		c = &flowChain{key: string(k), name: b.intern(e.Name), cat: b.intern(e.Cat)}
+	if c == nil {
+		c = &flowChain{key: string(k), name: b.intern(e.Name), cat: b.intern(e.Cat), state: flowState{ts: math.MinInt64}}
 		b.flows[c.key] = c
+	} else if len(c.points) == 0 {
+		b.writtenFlows-- // written, and back
 	}
-	p := &flowPoint{chain: c, ts: ts, next: ph == 'f' && string(e.BP.Raw) != "e"}
+	p := &flowPoint{chain: c, ts: ts, ph: ph, next: ph == 'f' && string(e.BP.Raw) != "e"}
 	c.points = append(c.points, p)
 	c.waiting++
 	if ph == 'f' {
@@ -68,9 +131,9 @@ func (b *Builder) flowEvent(e *tracefile.Event, ph byte, ts int64) error {
 	}
 	if ts < t.maxEnd {
 		// The slices of its time were written (see late.go).
-		switch id, r := t.recall(ts, p.next); r {
+		switch s, r := t.recall(ts, p.next); r {
 		case bound:
-			return b.bindSlice(p, id)
+			return b.bindSlice(p, s)
 		case unbound:
 			return b.unbound(p)
 		case unsure:
@@ -118,8 +181,8 @@ func (b *Builder) bindFlows(t *track, r *node) error {
 				if err := b.bind(p, n); err != nil {
 					return err
 				}
-			} else if id, _ := t.gapTop(p.ts, t.staled, t.stale); id != 0 {
-				if err := b.bindID(p, id); err != nil {
+			} else if top, _ := t.gapTop(p.ts, t.staled, t.stale); top.id != 0 {
+				if err := b.bindSlice(p, top); err != nil {
 					return err
 				}
 			} else if err := b.unbound(p); err != nil {
@@ -135,7 +198,7 @@ func (b *Builder) bindFlows(t *track, r *node) error {
 				keep = append(keep, p) // the next root's
 			}
 		default:
-			if err := b.bindID(p, t.topAt(r, p.ts)); err != nil {
+			if err := b.bindSlice(p, t.topAt(r, p.ts)); err != nil {
 				return err
 			}
 		}
@@ -145,26 +208,26 @@ func (b *Builder) bindFlows(t *track, r *node) error {
 	return nil
 }
 
-// topAt returns the id of the slice of r's subtree on top of
+// topAt returns the slice of r's subtree on top of
 // trace_processor's stack at ts, in r: the last slice begun at or before
 // ts, going down, but not into a B/E pair that ended before ts; in a B
 // whose first children were written while it was open, and ended
 // before ts, what they left on top. Children are in start order: found
 // by a binary search, as a slice may have thousands (a Chromium
 // task's).
-func (t *track) topAt(r *node, ts int64) int64 {
+func (t *track) topAt(r *node, ts int64) sliceRef {
 	n := r
 	for {
 		i := sort.Search(len(n.children), func(i int) bool { return n.children[i].row.TS > ts })
 		if i == 0 {
-			if id := t.lastTop[n.row.ID]; n.anchored && id != 0 {
-				return id
+			if top := t.lastTop[n.row.ID]; n.anchored && top.id != 0 {
+				return top
 			}
-			return n.row.ID
+			return refOf(n)
 		}
 		c := n.children[i-1]
 		if c.be && c.end < ts {
-			return n.row.ID
+			return refOf(n)
 		}
 		n = c
 	}
@@ -187,12 +250,12 @@ func nextAfter(r *node, ts int64) *node {
 	return nil
 }
 
-// staleTop returns the id of the slice r leaves on top of
+// staleTop returns the slice r leaves on top of
 // trace_processor's stack once it ended: its last slice, going down the
 // last children, but none of a B/E pair (its E pops it).
-func staleTop(r *node) int64 {
+func staleTop(r *node) sliceRef {
 	if r.be {
-		return 0
+		return sliceRef{}
 	}
 	n := r
 	for len(n.children) > 0 {
@@ -202,60 +265,90 @@ func staleTop(r *node) int64 {
 		}
 		n = c
 	}
-	return n.row.ID
-}
-
-// bindID binds p to the slice with the id id, written already.
-func (b *Builder) bindID(p *flowPoint, id int64) error {
-	return b.bindSlice(p, id)
+	return refOf(n)
 }
 
 // unbound notes that p binds to no slice (flow_no_enclosing_slice).
 func (b *Builder) unbound(p *flowPoint) error {
 	b.Report.UnboundFlows++
-	return b.bindSlice(p, 0)
+	return b.bindSlice(p, sliceRef{})
 }
 
-// bind binds p to the slice n, and writes its flow's arrows once all of
-// its events are bound.
+// bind binds p to the slice n.
 func (b *Builder) bind(p *flowPoint, n *node) error {
-	return b.bindSlice(p, n.row.ID)
+	return b.bindSlice(p, refOf(n))
 }
 
-// bindSlice binds p to the slice with the id id.
-func (b *Builder) bindSlice(p *flowPoint, id int64) error {
-	p.slice = id
+// bindSlice binds p to the slice s (none if its id is 0), and writes its
+// flow's arrows once an f came and all of its events are bound.
+func (b *Builder) bindSlice(p *flowPoint, s sliceRef) error {
+	p.slice = s
 	c := p.chain
 	c.waiting--
 	if c.ended && c.waiting == 0 {
-		// Complete: written now, to keep memory per open flow.
+		// Complete: written now, to keep memory per open flow. The
+		// flow stays, for events of its id to come.
 		if err := b.flushChain(c); err != nil {
 			return err
 		}
-		if b.flows[c.key] == c {
-			delete(b.flows, c.key)
+		if b.writtenFlows++; b.writtenFlows > maxWrittenFlows {
+			b.dropWrittenFlows()
 		}
-		c.points = nil
 	}
 	return nil
 }
 
-// flushChain writes the arrows of c between its bound events.
-func (b *Builder) flushChain(c *flowChain) error {
-	var prev *flowPoint
-	for _, p := range c.points {
-		if p.slice == 0 {
-			continue
+// dropWrittenFlows forgets the flows whose events are all written.
+func (b *Builder) dropWrittenFlows() {
+	for k, c := range b.flows {
+		if len(c.points) == 0 {
+			delete(b.flows, k)
 		}
-		if prev != nil {
-			b.nextFlow++
-			f := Flow{ID: b.nextFlow, SliceOut: prev.slice, SliceIn: p.slice, Name: c.name, Category: c.cat}
-			if err := b.sink.Flow(&f); err != nil {
-				return err
-			}
-		}
-		prev = p
 	}
+	b.writtenFlows = 0
+}
+
+// flushChain writes the arrows of c's events (see Flows), from where
+// those written before left it, and keeps where they leave it.
+func (b *Builder) flushChain(c *flowChain) error {
+	pts := c.points
+	slices.SortStableFunc(pts, func(x, y *flowPoint) int {
+		return cmp.Or(cmp.Compare(x.sortTS(), y.sortTS()), cmp.Compare(x.afterSlice(), y.afterSlice()))
+	})
+	st := &c.state
+	for _, p := range pts {
+		if p.sortTS() < st.ts {
+			// After an event of its id written before, in time:
+			// trace_processor takes it before that.
+			b.Report.LateFlows++
+		}
+		st.ts = max(st.ts, p.sortTS())
+		switch {
+		case p.slice.id == 0:
+			continue // flow_no_enclosing_slice: it draws nothing
+		case !st.started:
+			if p.ph == 's' {
+				st.last, st.started = p.slice, true
+			}
+			continue // a t or f before the start draws nothing
+		case p.ph == 's':
+			continue // flow_duplicate_id
+		}
+		out, in := st.last, p.slice
+		if out.ts > in.ts && !p.next {
+			out, in = in, out
+		}
+		b.nextFlow++
+		f := Flow{ID: b.nextFlow, SliceOut: out.id, SliceIn: in.id, Name: c.name, Category: c.cat}
+		if err := b.sink.Flow(&f); err != nil {
+			return err
+		}
+		if p.ph == 't' {
+			st.last = p.slice
+		}
+	}
+	clear(pts)
+	c.points, c.ended = pts[:0], false
 	return nil
 }
 

@@ -196,13 +196,13 @@ type track struct {
 
 	points []*flowPoint // flow events waiting for their slice, by ts
 	nexts  int          // of which bind to the next slice
-	stale  int64        // the slice on top of Perfetto's stack after the last root written, or 0
+	stale  sliceRef     // the slice on top of Perfetto's stack after the last root written, if any
 	staled int64        // the end of that root
 	// By the id of a B written in while open (anchored), not written
 	// yet itself: what the last root written in it left on top of the
 	// stack (see staleTop). A map, not a field of every node: few
 	// are.
-	lastTop map[int64]int64
+	lastTop map[int64]sliceRef
 
 	thread     bool        // a thread's track: flow events bind to its slices
 	hist       []histSlice // the slices written, for flow events that come late (see late.go)
@@ -345,10 +345,10 @@ func (t *track) anchorOf(r *node) (*node, int32) {
 // gapTop returns the slice on top of the stack at ts, between the roots
 // written: the innermost B open at ts if it began once the root before
 // (which ended at prevEnd, leaving stale on top) had ended; else stale;
-// else the innermost B open at ts; 0 if none. ok is false if that B is
+// else the innermost B open at ts; none (id 0) if none. ok is false if that B is
 // not clean: the roots around ts were written short of it, and its
 // track is nested again (see anchorOf).
-func (t *track) gapTop(ts, prevEnd, stale int64) (id int64, ok bool) {
+func (t *track) gapTop(ts, prevEnd int64, stale sliceRef) (top sliceRef, ok bool) {
 	var b *node
 	if k := t.openBefore(ts); k > 0 {
 		b = t.open[k-1]
@@ -359,13 +359,13 @@ func (t *track) gapTop(ts, prevEnd, stale int64) (id int64, ok bool) {
 	if b == nil {
 		return stale, true
 	}
-	if stale != 0 && b.row.TS < prevEnd {
+	if stale.id != 0 && b.row.TS < prevEnd {
 		return stale, true
 	}
 	if !b.clean {
 		return stale, false
 	}
-	return b.row.ID, true
+	return refOf(b), true
 }
 
 // endedAround returns the innermost B that holds ts, ended and not

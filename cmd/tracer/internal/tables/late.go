@@ -45,6 +45,9 @@ type histSlice struct {
 	be             bool // a B/E pair, which its E pops off the stack
 }
 
+// ref returns the slice h remembers.
+func (h *histSlice) ref() sliceRef { return sliceRef{h.id, h.start} }
+
 // remember adds the tree of r, about to be written, to the history of
 // its track, a thread's. The roots written in r while it was open (a
 // clean B: see anchorOf), the last ones remembered, become its first
@@ -237,9 +240,9 @@ const (
 
 // recall returns the slice a flow event at ts, come after the roots of
 // t around ts were written, binds to, as bindFlows would have bound it.
-func (t *track) recall(ts int64, next bool) (int64, recalled) {
+func (t *track) recall(ts int64, next bool) (sliceRef, recalled) {
 	if t.late {
-		return 0, unsure
+		return sliceRef{}, unsure
 	}
 	// The first root ts is not after, as bindFlows takes them: one
 	// that ends after ts, or of no duration at ts (ends are in order).
@@ -264,36 +267,36 @@ func (t *track) recall(ts int64, next bool) (int64, recalled) {
 	}
 	for _, o := range t.open {
 		if o.row.TS > since && !next && o.row.TS <= ts && !o.clean {
-			return 0, unsure
+			return sliceRef{}, unsure
 		}
 	}
 	if i == len(roots) {
 		if next {
-			return 0, inTime // the next slice to begin is still to come
+			return sliceRef{}, inTime // the next slice to begin is still to come
 		}
-		return 0, unsure
+		return sliceRef{}, unsure
 	}
 	r := roots[i]
 	if t.hist[r].start > ts {
 		// Between two roots: on top, what the one before left there
 		// (see staleTop); for next, the root after.
 		if i == 0 && t.histForgot {
-			return 0, unsure // before the roots remembered: a root forgotten may hold it
+			return sliceRef{}, unsure // before the roots remembered: a root forgotten may hold it
 		}
 		if next {
 			return t.nextOf(ts, roots[i])
 		}
-		prevEnd, stale := int64(math.MinInt64), int64(0)
+		prevEnd, stale := int64(math.MinInt64), sliceRef{}
 		if i > 0 {
 			prevEnd, stale = t.hist[roots[i-1]].end, t.histStale(roots[i-1])
 		}
-		switch id, ok := t.gapTop(ts, prevEnd, stale); {
+		switch top, ok := t.gapTop(ts, prevEnd, stale); {
 		case !ok:
-			return 0, unsure
-		case id != 0:
-			return id, bound
+			return sliceRef{}, unsure
+		case top.id != 0:
+			return top, bound
 		}
-		return 0, unbound
+		return sliceRef{}, unbound
 	}
 	if next {
 		if n := t.histNext(r, ts); n >= 0 {
@@ -303,9 +306,9 @@ func (t *track) recall(ts int64, next bool) (int64, recalled) {
 			if n := roots[i+1]; t.hist[n].start > ts {
 				return t.nextOf(ts, n)
 			}
-			return 0, unsure
+			return sliceRef{}, unsure
 		}
-		return 0, inTime
+		return sliceRef{}, inTime
 	}
 	// topAt, on the history.
 	n := r
@@ -314,20 +317,20 @@ func (t *track) recall(ts int64, next bool) (int64, recalled) {
 		kids := t.histKids[h.kids : h.kids+h.nkids]
 		k := sort.Search(len(kids), func(k int) bool { return t.hist[kids[k]].start > ts })
 		if k == 0 {
-			return h.id, bound
+			return h.ref(), bound
 		}
 		c := kids[k-1]
 		if t.hist[c].be && t.hist[c].end < ts {
-			return h.id, bound
+			return h.ref(), bound
 		}
 		n = c
 	}
 }
 
 // histStale is staleTop, on the history of the root at r.
-func (t *track) histStale(r int32) int64 {
+func (t *track) histStale(r int32) sliceRef {
 	if t.hist[r].be {
-		return 0
+		return sliceRef{}
 	}
 	n := r
 	for t.hist[n].nkids > 0 {
@@ -338,7 +341,7 @@ func (t *track) histStale(r int32) int64 {
 		}
 		n = c
 	}
-	return t.hist[n].id
+	return t.hist[n].ref()
 }
 
 // histNext is nextAfter, on the history of the root at r: the index of
@@ -364,12 +367,12 @@ func (t *track) histNext(r int32, ts int64) int32 {
 // remembered at n, unless a slice not written yet (a B still open, or a
 // slice waiting) begins after ts and before it: then in time, as the
 // slices are written (see anchorOf).
-func (t *track) nextOf(ts int64, n int32) (int64, recalled) {
+func (t *track) nextOf(ts int64, n int32) (sliceRef, recalled) {
 	start := t.hist[n].start
 	if t.nextOpen(ts, start) != nil || t.waitingAfter(ts) < start {
-		return 0, inTime
+		return sliceRef{}, inTime
 	}
-	return t.hist[n].id, bound
+	return t.hist[n].ref(), bound
 }
 
 // waitingAfter returns the start of the first slice waiting that begins

@@ -167,23 +167,23 @@ func TestHalveKeepsNewerHalf(t *testing.T) {
 			at = end + 1 + r.Int64N(10)
 		}
 		type got struct {
-			id int64
-			r  recalled
+			s sliceRef
+			r recalled
 		}
 		before := map[int64]got{}
 		for ts := int64(0); ts <= at; ts++ {
-			id, rc := tr.recall(ts, ts%2 == 0)
-			before[ts] = got{id, rc}
+			s, rc := tr.recall(ts, ts%2 == 0)
+			before[ts] = got{s, rc}
 		}
 		k := len(tr.histRoots) / 2
 		from := tr.hist[tr.histRoots[k]].start // the first root kept
 		tr.halve()
 		for ts := int64(0); ts <= at; ts++ {
-			id, rc := tr.recall(ts, ts%2 == 0)
+			s, rc := tr.recall(ts, ts%2 == 0)
 			if ts >= from || k == 0 {
-				require.Equal(t, before[ts], got{id, rc}, "round %d, ts %d", round, ts)
+				require.Equal(t, before[ts], got{s, rc}, "round %d, ts %d", round, ts)
 			} else if rc == bound {
-				require.Equal(t, before[ts], got{id, rc}, "round %d, ts %d: a time forgotten recalls nothing or the same", round, ts)
+				require.Equal(t, before[ts], got{s, rc}, "round %d, ts %d: a time forgotten recalls nothing or the same", round, ts)
 			}
 		}
 	}
@@ -208,7 +208,7 @@ func TestHalveBound(t *testing.T) {
 		require.LessOrEqual(t, b.histLen, histMax)
 		require.Equal(t, len(tr.hist), b.histLen)
 	}
-	id, r := tr.recall(2092, false)
+	s, r := tr.recall(2092, false)
 	require.Equal(t, bound, r)
-	require.Equal(t, int64(209), id)
+	require.Equal(t, sliceRef{209, 2090}, s)
 }

@@ -123,9 +123,7 @@ func TestToolsAgainstPerfetto(t *testing.T) {
 			// writes its flow events after the slices of their time:
 			// they bind from what the tracks remember (late.go), every
 			// one of them here.
-			tp := tracecheck.PerfettoSQL(t, path, `SELECT o.name, o.ts, i.name, i.ts FROM flow f JOIN slice o ON o.id = f.slice_out JOIN slice i ON i.id = f.slice_in`)[1:]
-			slices.SortFunc(tp, func(a, b []string) int { return slices.Compare(a, b) })
-			assert.Equal(t, tp, arrows(got), "arrows")
+			assert.Equal(t, perfettoArrows(t, path), arrows(got), "arrows")
 			assert.Zero(t, rep.LateFlows, "flow events whose slices were written, and which the history could not bind")
 		})
 	}
