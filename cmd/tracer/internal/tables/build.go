@@ -125,6 +125,7 @@ func (b *Builder) Build(paths []string, begin func(group int) error) error {
 // them. A file that is no JSON trace at all (text, a binary file) is an
 // error, not a file of no events.
 func (b *Builder) readFile(path string, src *tracefile.Source) error {
+	b.fileX = false
 	r := tracefile.NewReader(src.Reader())
 	var notTrace *tracefile.Problem
 	r.OnProblem = func(p tracefile.Problem) { // on the read-ahead's goroutine, done when each returns

@@ -105,6 +105,7 @@ type Builder struct {
 	async        map[string]*track
 	named        map[string]*track // instants of a process or of the trace
 	counters     map[string]counterTrack
+	fileX        bool // an X event came in the file being read (see tieEnd)
 	flows        map[string]*flowChain
 	writtenFlows int         // flows in flows with all their events written
 	binds        []bindPoint // slices with a bind_id: see flow.go
@@ -316,6 +317,7 @@ func (b *Builder) Add(e *tracefile.Event) error {
 		n := b.node(e, ts, e.Dur, th)
 		b.bindFlow(e, n, e.Dur)
 		th.t.xSeen = true
+		b.fileX = true
 		return b.place(th.t, n, false)
 	case 'B':
 		th := b.thread(e)
@@ -346,6 +348,9 @@ func (b *Builder) Add(e *tracefile.Event) error {
 			return nil
 		}
 		n := t.open[i]
+		if !b.fileX {
+			tieEnd(t, ts, t.open[i:])
+		}
 		cut := slices.Clone(t.open[i+1:])
 		clear(t.open[i:])
 		t.open = t.open[:i]

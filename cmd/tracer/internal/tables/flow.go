@@ -69,6 +69,7 @@ type flowPoint struct {
 	ts    int64
 	ph    byte     // 's', 't' or 'f'
 	next  bool     // binds to the next slice, not the enclosing one
+	tie   bool     // read before an E at its ts, in a file with no X before (see tieEnd)
 	slice sliceRef // the slice it is bound to, once bound
 }
 
@@ -149,23 +150,46 @@ func (b *Builder) flowEvent(e *tracefile.Event, ph byte, ts int64) error {
 	return nil
 }
 
+// tieEnd notes, as E events at ts end the B events ended (the pair and
+// those it cuts), that the flow events of t at ts waiting, read before
+// them, bind above them: trace_processor takes the events of one ts in
+// file order in a file with no X event so far, and the E events first
+// in one with X events (as its sort does once it saw one; see
+// node.popped). (Where the first X event comes later in the file, out
+// of time order, it sorts those before it again: the tables do not
+// follow that.)
+func tieEnd(t *track, ts int64, ended []*node) {
+	i := sort.Search(len(t.points), func(i int) bool { return t.points[i].ts >= ts })
+	tied := false
+	for ; i < len(t.points) && t.points[i].ts == ts; i++ {
+		if p := t.points[i]; !p.next {
+			p.tie, tied = true, true
+		}
+	}
+	if tied {
+		for _, n := range ended {
+			n.tied = true
+		}
+	}
+}
+
 // bindFlows binds the flow events of t that come before the end of the
 // root r, about to be written, as trace_processor does: to the slice on
 // top of the thread's slice stack at the event, which still holds a
 // slice that ended until another slice event of the thread comes (a
 // zero-length slice at its ts, or the last of the slices before it), but
-// not a B/E pair, which its E pops; an f without "bp":"e" to the next
-// slice to begin after it. Those before r and after the root written
-// before it bind to what that root left on the stack (t.stale), or to
-// the B open around them (see gapTop).
-// t.points is sorted by ts, so this costs the points bound, not all those
-// waiting.
+// not a B/E pair, which its E pops (at its ts too: see node.popped); an
+// f without "bp":"e" to the next slice to begin after it. Those before r
+// and after the root written before it bind to what that root left on
+// the stack (t.stale), or to the B open around them (see gapTop).
+// t.points is sorted by ts, so this costs the points bound, not all
+// those waiting.
 func (b *Builder) bindFlows(t *track, r *node) error {
 	pts := t.points
 	keep := pts[:0]
 	for i, p := range pts {
 		switch {
-		case p.ts > r.end || p.ts == r.end && r.end > r.row.TS:
+		case p.ts > r.end || p.ts == r.end && r.end > r.row.TS && !(r.be && !r.popped(p.ts, p.tie)):
 			// After r: for the roots to come.
 			keep = append(keep, pts[i:]...)
 			clear(pts[len(keep):])
@@ -181,7 +205,7 @@ func (b *Builder) bindFlows(t *track, r *node) error {
 				if err := b.bind(p, n); err != nil {
 					return err
 				}
-			} else if top, _ := t.gapTop(p.ts, t.staled, t.stale); top.id != 0 {
+			} else if top, _ := t.gapTop(p.ts, t.staled, t.stale, p.tie); top.id != 0 {
 				if err := b.bindSlice(p, top); err != nil {
 					return err
 				}
@@ -198,7 +222,7 @@ func (b *Builder) bindFlows(t *track, r *node) error {
 				keep = append(keep, p) // the next root's
 			}
 		default:
-			if err := b.bindSlice(p, t.topAt(r, p.ts)); err != nil {
+			if err := b.bindSlice(p, t.topAt(r, p.ts, p.tie)); err != nil {
 				return err
 			}
 		}
@@ -210,12 +234,13 @@ func (b *Builder) bindFlows(t *track, r *node) error {
 
 // topAt returns the slice of r's subtree on top of
 // trace_processor's stack at ts, in r: the last slice begun at or before
-// ts, going down, but not into a B/E pair that ended before ts; in a B
+// ts, going down, but not into a B/E pair popped at ts (node.popped; tie
+// is the flow event's: see tieEnd); in a B
 // whose first children were written while it was open, and ended
 // before ts, what they left on top. Children are in start order: found
 // by a binary search, as a slice may have thousands (a Chromium
 // task's).
-func (t *track) topAt(r *node, ts int64) sliceRef {
+func (t *track) topAt(r *node, ts int64, tie bool) sliceRef {
 	n := r
 	for {
 		i := sort.Search(len(n.children), func(i int) bool { return n.children[i].row.TS > ts })
@@ -226,7 +251,7 @@ func (t *track) topAt(r *node, ts int64) sliceRef {
 			return refOf(n)
 		}
 		c := n.children[i-1]
-		if c.be && c.end < ts {
+		if c.be && c.popped(ts, tie) {
 			return refOf(n)
 		}
 		n = c

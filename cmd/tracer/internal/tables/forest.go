@@ -48,10 +48,21 @@ type node struct {
 	be       bool  // a B/E (or b/e) pair, which its E pops off Perfetto's stack
 	clean    bool  // a B that began on a stack of clean B events alone: see cleanStart
 	anchored bool  // roots were written in it while it was open: see anchorOf
+	tied     bool  // a B/E pair whose E came after a flow event at its ts: see tieEnd
 	inDepth  int32 // a clean B's depth, as the roots written in it were written
 	row      Slice
 	args     string // row.Args, set when it is written
 	children []*node
+}
+
+// popped reports whether the B/E pair n is off trace_processor's stack
+// for a flow event at ts: after its E, or at it (at one ts, its sort
+// takes the E events first in a file with X events), but for a pair of
+// no duration (ended where it began), or if tie and the E came after
+// the flow event in a file with no X event before it (n.tied), which it
+// takes in file order.
+func (n *node) popped(ts int64, tie bool) bool {
+	return n.end < ts || n.end == ts && n.end > n.row.TS && !(tie && n.tied)
 }
 
 // before reports whether a sorts before b: by start, the longer first.
@@ -348,12 +359,12 @@ func (t *track) anchorOf(r *node) (*node, int32) {
 // else the innermost B open at ts; none (id 0) if none. ok is false if that B is
 // not clean: the roots around ts were written short of it, and its
 // track is nested again (see anchorOf).
-func (t *track) gapTop(ts, prevEnd int64, stale sliceRef) (top sliceRef, ok bool) {
+func (t *track) gapTop(ts, prevEnd int64, stale sliceRef, tie bool) (top sliceRef, ok bool) {
 	var b *node
 	if k := t.openBefore(ts); k > 0 {
 		b = t.open[k-1]
 	}
-	if w := t.endedAround(ts); w != nil && (b == nil || w.row.TS > b.row.TS) {
+	if w := t.endedAround(ts, tie); w != nil && (b == nil || w.row.TS > b.row.TS) {
 		b = w
 	}
 	if b == nil {
@@ -372,7 +383,7 @@ func (t *track) gapTop(ts, prevEnd int64, stale sliceRef) (top sliceRef, ok bool
 // written yet, that roots were written in while it was open (a late
 // flow event in it, before or between those, binds as if it were still
 // open), or nil. Roots waiting are sorted by start and do not overlap.
-func (t *track) endedAround(ts int64) *node {
+func (t *track) endedAround(ts int64, tie bool) *node {
 	var in *node
 	list := t.roots
 	for {
@@ -381,7 +392,7 @@ func (t *track) endedAround(ts int64) *node {
 			return in
 		}
 		n := list[i-1]
-		if n.end < ts {
+		if n.end < ts || n.be && n.popped(ts, tie) {
 			return in
 		}
 		if n.anchored {

@@ -290,7 +290,7 @@ func (t *track) recall(ts int64, next bool) (sliceRef, recalled) {
 		if i > 0 {
 			prevEnd, stale = t.hist[roots[i-1]].end, t.histStale(roots[i-1])
 		}
-		switch top, ok := t.gapTop(ts, prevEnd, stale); {
+		switch top, ok := t.gapTop(ts, prevEnd, stale, false); {
 		case !ok:
 			return sliceRef{}, unsure
 		case top.id != 0:
@@ -320,7 +320,9 @@ func (t *track) recall(ts int64, next bool) (sliceRef, recalled) {
 			return h.ref(), bound
 		}
 		c := kids[k-1]
-		if t.hist[c].be && t.hist[c].end < ts {
+		if x := &t.hist[c]; x.be && (x.end < ts || x.end == ts && x.end > x.start) {
+			// Popped (see node.popped): a flow event that comes once
+			// the slice is written came after its E.
 			return h.ref(), bound
 		}
 		n = c
