@@ -310,6 +310,7 @@ func (b *Builder) Add(e *tracefile.Event) error {
 	ts := e.TS + b.offset
 	switch ph {
 	case 'X':
+		b.fileX = true // even one dropped: see tieEnd
 		if !e.HasDur || e.Dur < 0 {
 			return nil
 		}
@@ -317,7 +318,6 @@ func (b *Builder) Add(e *tracefile.Event) error {
 		n := b.node(e, ts, e.Dur, th)
 		b.bindFlow(e, n, e.Dur)
 		th.t.xSeen = true
-		b.fileX = true
 		return b.place(th.t, n, false)
 	case 'B':
 		th := b.thread(e)

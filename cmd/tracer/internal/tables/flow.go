@@ -372,8 +372,7 @@ func (b *Builder) flushChain(c *flowChain) error {
 			st.last = p.slice
 		}
 	}
-	clear(pts)
-	c.points, c.ended = pts[:0], false
+	c.points, c.ended = nil, false
 	return nil
 }
 

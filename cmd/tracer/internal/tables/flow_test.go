@@ -166,6 +166,7 @@ func TestFlowEventsMatchTraceProcessor(t *testing.T) {
 		{"s then E", []string{b("p", 0, 1), b("q", 0, 2), b("a", 10, 1), fl("s", 20, 1), e("a", 20, 1), fl("f", 30, 2), e("q", 100, 2), e("p", 100, 1)}},
 		{"E then s", []string{b("p", 0, 1), b("q", 0, 2), b("a", 10, 1), e("a", 20, 1), fl("s", 20, 1), fl("f", 30, 2), e("q", 100, 2), e("p", 100, 1)}},
 		{"X, s then E", []string{x("z", 0, 1, 9), b("p", 0, 1), b("q", 0, 2), b("a", 10, 1), fl("s", 20, 1), e("a", 20, 1), fl("f", 30, 2), e("q", 100, 2), e("p", 100, 1)}},
+		{"dropped X, s then E", []string{`{"name":"z","ph":"X","ts":0,"pid":1,"tid":9}`, b("p", 0, 1), b("q", 0, 2), b("a", 10, 1), fl("s", 20, 1), e("a", 20, 1), fl("f", 30, 2), e("q", 100, 2), e("p", 100, 1)}},
 		{"X, s then nested E", []string{x("z", 0, 1, 9), b("p", 0, 1), b("q", 0, 2), b("a", 10, 1), b("c", 15, 1), fl("s", 20, 1), e("c", 20, 1), e("a", 20, 1), fl("f", 30, 2), e("q", 100, 2), e("p", 100, 1)}},
 	} {
 		path := filepath.Join(dir, strings.ReplaceAll(c.name, " ", "-")+".json")
