@@ -105,7 +105,7 @@ type Builder struct {
 	async        map[string]*track
 	named        map[string]*track // instants of a process or of the trace
 	counters     map[string]counterTrack
-	fileX        bool // an X event came in the file being read (see tieEnd)
+	fileX        bool // an X event came in the file being read (see tieAt)
 	flows        map[string]*flowChain
 	writtenFlows int         // flows in flows with all their events written
 	binds        []bindPoint // slices with a bind_id: see flow.go
@@ -310,7 +310,7 @@ func (b *Builder) Add(e *tracefile.Event) error {
 	ts := e.TS + b.offset
 	switch ph {
 	case 'X':
-		b.fileX = true // even one dropped: see tieEnd
+		b.fileX = true // even one dropped: see tieAt
 		if !e.HasDur || e.Dur < 0 {
 			return nil
 		}
@@ -318,6 +318,9 @@ func (b *Builder) Add(e *tracefile.Event) error {
 		n := b.node(e, ts, e.Dur, th)
 		b.bindFlow(e, n, e.Dur)
 		th.t.xSeen = true
+		if e.Dur == 0 {
+			tieAt(th.t, ts, tieBegin, n)
+		}
 		return b.place(th.t, n, false)
 	case 'B':
 		th := b.thread(e)
@@ -326,6 +329,7 @@ func (b *Builder) Add(e *tracefile.Event) error {
 		}
 		n := b.node(e, ts, -1, th)
 		n.be = true
+		tieAt(th.t, ts, tieBegin, n)
 		b.bindFlow(e, n, 0)
 		th.t.seeStart(ts)
 		if n.clean = b.InOpen && th.t.cleanStart(ts); n.clean {
@@ -349,7 +353,7 @@ func (b *Builder) Add(e *tracefile.Event) error {
 		}
 		n := t.open[i]
 		if !b.fileX {
-			tieEnd(t, ts, t.open[i:])
+			tieAt(t, ts, tieEnd, t.open[i:]...)
 		}
 		cut := slices.Clone(t.open[i+1:])
 		clear(t.open[i:])
@@ -382,6 +386,7 @@ func (b *Builder) Add(e *tracefile.Event) error {
 			t.xSeen = true
 		}
 		n := b.nodeOn(e, ts, 0, t, utid, upid)
+		tieAt(t, ts, tieBegin, n)
 		return b.place(t, n, false)
 	case 'b', 'n', 'e':
 		return b.asyncEvent(e, ph, ts)

@@ -69,7 +69,7 @@ type flowPoint struct {
 	ts    int64
 	ph    byte     // 's', 't' or 'f'
 	next  bool     // binds to the next slice, not the enclosing one
-	tie   bool     // read before an E at its ts, in a file with no X before (see tieEnd)
+	ties  ties     // read before slice events of its ts (see tieAt)
 	slice sliceRef // the slice it is bound to, once bound
 }
 
@@ -150,25 +150,34 @@ func (b *Builder) flowEvent(e *tracefile.Event, ph byte, ts int64) error {
 	return nil
 }
 
-// tieEnd notes, as E events at ts end the B events ended (the pair and
-// those it cuts), that the flow events of t at ts waiting, read before
-// them, bind above them: trace_processor takes the events of one ts in
-// file order in a file with no X event so far, and the E events first
-// in one with X events (as its sort does once it saw one; see
-// node.popped). (Where the first X event comes later in the file, out
-// of time order, it sorts those before it again: the tables do not
-// follow that.)
-func tieEnd(t *track, ts int64, ended []*node) {
+// ties are the slice events of a flow event's ts that came after it in
+// the file (on a flow event), or after a flow event of their ts (on a
+// slice), where trace_processor takes them in file order: a B, an
+// instant or an X of no duration at its begin (its sort takes an X
+// with a duration first), an E in a file with no X event so far (its
+// sort takes the E events of a ts first once it saw one).
+type ties uint8
+
+const (
+	tieBegin ties = 1 << iota // the slice began after the flow event
+	tieEnd                    // the B/E pair ended after the flow event
+)
+
+// tieAt notes, as slice events at ts of kind k come (a begin, or E
+// events that end the B events of ns), that the flow events of t at ts
+// waiting came before them in the file (see node.begun, node.popped).
+// (Where a file's first X event comes later in it, out of time order,
+// trace_processor sorts the E events before it again: not followed.)
+func tieAt(t *track, ts int64, k ties, ns ...*node) {
 	i := sort.Search(len(t.points), func(i int) bool { return t.points[i].ts >= ts })
 	tied := false
 	for ; i < len(t.points) && t.points[i].ts == ts; i++ {
-		if p := t.points[i]; !p.next {
-			p.tie, tied = true, true
-		}
+		t.points[i].ties |= k
+		tied = true
 	}
 	if tied {
-		for _, n := range ended {
-			n.tied = true
+		for _, n := range ns {
+			n.ties |= k
 		}
 	}
 }
@@ -189,13 +198,13 @@ func (b *Builder) bindFlows(t *track, r *node) error {
 	keep := pts[:0]
 	for i, p := range pts {
 		switch {
-		case p.ts > r.end || p.ts == r.end && r.end > r.row.TS && !(r.be && !r.popped(p.ts, p.tie)):
+		case p.ts > r.end || p.ts == r.end && r.end > r.row.TS && !(r.be && !r.popped(p.ts, p.ties)):
 			// After r: for the roots to come.
 			keep = append(keep, pts[i:]...)
 			clear(pts[len(keep):])
 			t.points = keep
 			return nil
-		case p.ts < r.row.TS:
+		case !r.begun(p.ts, p.ties):
 			if p.next {
 				t.nexts--
 				n := r
@@ -205,7 +214,7 @@ func (b *Builder) bindFlows(t *track, r *node) error {
 				if err := b.bind(p, n); err != nil {
 					return err
 				}
-			} else if top, _ := t.gapTop(p.ts, t.staled, t.stale, p.tie); top.id != 0 {
+			} else if top, _ := t.gapTop(p.ts, t.staled, t.stale, p.ties); top.id != 0 {
 				if err := b.bindSlice(p, top); err != nil {
 					return err
 				}
@@ -213,7 +222,7 @@ func (b *Builder) bindFlows(t *track, r *node) error {
 				return err
 			}
 		case p.next:
-			if n := nextAfter(r, p.ts); n != nil {
+			if n := nextAfter(r, p.ts, p.ties); n != nil {
 				t.nexts--
 				if err := b.bind(p, n); err != nil {
 					return err
@@ -222,7 +231,7 @@ func (b *Builder) bindFlows(t *track, r *node) error {
 				keep = append(keep, p) // the next root's
 			}
 		default:
-			if err := b.bindSlice(p, t.topAt(r, p.ts, p.tie)); err != nil {
+			if err := b.bindSlice(p, t.topAt(r, p.ts, p.ties)); err != nil {
 				return err
 			}
 		}
@@ -234,16 +243,19 @@ func (b *Builder) bindFlows(t *track, r *node) error {
 
 // topAt returns the slice of r's subtree on top of
 // trace_processor's stack at ts, in r: the last slice begun at or before
-// ts, going down, but not into a B/E pair popped at ts (node.popped; tie
-// is the flow event's: see tieEnd); in a B
+// ts, going down (node.begun), but not into a B/E pair popped at ts
+// (node.popped; pt is the flow event's ties: see tieAt); in a B
 // whose first children were written while it was open, and ended
 // before ts, what they left on top. Children are in start order: found
 // by a binary search, as a slice may have thousands (a Chromium
 // task's).
-func (t *track) topAt(r *node, ts int64, tie bool) sliceRef {
+func (t *track) topAt(r *node, ts int64, pt ties) sliceRef {
 	n := r
 	for {
 		i := sort.Search(len(n.children), func(i int) bool { return n.children[i].row.TS > ts })
+		for i > 0 && !n.children[i-1].begun(ts, pt) {
+			i--
+		}
 		if i == 0 {
 			if top := t.lastTop[n.row.ID]; n.anchored && top.id != 0 {
 				return top
@@ -251,7 +263,7 @@ func (t *track) topAt(r *node, ts int64, tie bool) sliceRef {
 			return refOf(n)
 		}
 		c := n.children[i-1]
-		if c.be && c.popped(ts, tie) {
+		if c.be && c.popped(ts, pt) {
 			return refOf(n)
 		}
 		n = c
@@ -259,16 +271,17 @@ func (t *track) topAt(r *node, ts int64, tie bool) sliceRef {
 }
 
 // nextAfter returns the first slice of r's subtree, in start order, that
-// begins after ts, or nil.
-func nextAfter(r *node, ts int64) *node {
-	if r.row.TS > ts {
+// begins after ts (or at it, after a flow event with ties pt: see
+// node.begun), or nil.
+func nextAfter(r *node, ts int64, pt ties) *node {
+	if !r.begun(ts, pt) {
 		return r
 	}
 	for _, c := range r.children {
 		if c.end < ts && c.row.TS <= ts {
 			continue
 		}
-		if n := nextAfter(c, ts); n != nil {
+		if n := nextAfter(c, ts, pt); n != nil {
 			return n
 		}
 	}

@@ -167,6 +167,14 @@ func TestFlowEventsMatchTraceProcessor(t *testing.T) {
 		{"E then s", []string{b("p", 0, 1), b("q", 0, 2), b("a", 10, 1), e("a", 20, 1), fl("s", 20, 1), fl("f", 30, 2), e("q", 100, 2), e("p", 100, 1)}},
 		{"X, s then E", []string{x("z", 0, 1, 9), b("p", 0, 1), b("q", 0, 2), b("a", 10, 1), fl("s", 20, 1), e("a", 20, 1), fl("f", 30, 2), e("q", 100, 2), e("p", 100, 1)}},
 		{"dropped X, s then E", []string{`{"name":"z","ph":"X","ts":0,"pid":1,"tid":9}`, b("p", 0, 1), b("q", 0, 2), b("a", 10, 1), fl("s", 20, 1), e("a", 20, 1), fl("f", 30, 2), e("q", 100, 2), e("p", 100, 1)}},
+		// A flow event at a slice's begin: in file order but for an X
+		// with a duration, which trace_processor takes first.
+		{"s then B", []string{x("p", 0, 100, 1), x("q", 0, 100, 2), fl("s", 10, 1), b("a", 10, 1), e("a", 20, 1), fl("f", 30, 2)}},
+		{"B then s", []string{x("p", 0, 100, 1), x("q", 0, 100, 2), b("a", 10, 1), fl("s", 10, 1), e("a", 20, 1), fl("f", 30, 2)}},
+		{"s then X", []string{x("p", 0, 100, 1), x("q", 0, 100, 2), fl("s", 10, 1), x("a", 10, 5, 1), fl("f", 30, 2)}},
+		{"s then X of no dur", []string{x("p", 0, 100, 1), x("q", 0, 100, 2), fl("s", 10, 1), x("a", 10, 0, 1), fl("f", 30, 2)}},
+		{"s then instant", []string{x("p", 0, 100, 1), x("q", 0, 100, 2), fl("s", 10, 1), `{"name":"a","ph":"i","ts":10,"pid":1,"tid":1}`, fl("f", 30, 2)}},
+		{"f to the next, then B", []string{x("p", 0, 100, 1), x("q", 0, 100, 2), x("a", 5, 2, 2), fl("s", 6, 2), fl("fn", 10, 1), b("b", 10, 1), e("b", 20, 1), x("c", 30, 5, 1)}},
 		{"X, s then nested E", []string{x("z", 0, 1, 9), b("p", 0, 1), b("q", 0, 2), b("a", 10, 1), b("c", 15, 1), fl("s", 20, 1), e("c", 20, 1), e("a", 20, 1), fl("f", 30, 2), e("q", 100, 2), e("p", 100, 1)}},
 	} {
 		path := filepath.Join(dir, strings.ReplaceAll(c.name, " ", "-")+".json")
@@ -191,8 +199,8 @@ func TestFlowEventsMatchTraceProcessor(t *testing.T) {
 		// A third of the rounds have no X event: trace_processor takes
 		// a flow event and an E at one ts in file order there, the E
 		// first in the others.
-		slicesEvs, spans, begins := genFlowSlices(r, round%3 == 2)
-		flowEvs := genFlowEvents(r, spans, begins)
+		slicesEvs, spans := genFlowSlices(r, round%3 == 2)
+		flowEvs := genFlowEvents(r, spans)
 		byTime := func(flowsFirst bool) []genEvent {
 			evs := slices.Concat(slicesEvs, flowEvs)
 			if flowsFirst {
@@ -231,12 +239,11 @@ func TestFlowEventsMatchTraceProcessor(t *testing.T) {
 }
 
 // genFlowSlices returns nested X and B/E slices (only B/E if noX) on
-// threads 1 to 3, at even times, their spans (start, end, thread, 1 for
-// a B/E pair), and where slices begin, by thread and ts.
-func genFlowSlices(r *rand.Rand, noX bool) ([]genEvent, [][4]int64, map[[2]int64]bool) {
+// threads 1 to 3, at even times, and their spans (start, end, thread, 1
+// for a B/E pair).
+func genFlowSlices(r *rand.Rand, noX bool) ([]genEvent, [][4]int64) {
 	var evs []genEvent
 	var spans [][4]int64
-	begins := map[[2]int64]bool{}
 	for tid := int64(1); tid <= 3; tid++ {
 		var grow func(s, e int64, depth int)
 		grow = func(s, e int64, depth int) {
@@ -251,7 +258,6 @@ func genFlowSlices(r *rand.Rand, noX bool) ([]genEvent, [][4]int64, map[[2]int64
 				evs = append(evs, genEvent{s, fmt.Sprintf(`{"name":%q,"ph":"X","ts":%d,"dur":%d,"pid":1,"tid":%d}`, name, s, e-s, tid)})
 			}
 			spans = append(spans, [4]int64{s, e, tid, be})
-			begins[[2]int64{tid, s}] = true
 			for at := s + 2; depth < 3 && at < e-4; {
 				cs := at + 2*r.Int64N(max(1, (e-at)/6))
 				ce := cs + 2 + 2*r.Int64N(max(1, (e-cs)/2))
@@ -268,7 +274,7 @@ func genFlowSlices(r *rand.Rand, noX bool) ([]genEvent, [][4]int64, map[[2]int64
 			at = end + 2*r.Int64N(8)
 		}
 	}
-	return evs, spans, begins
+	return evs, spans
 }
 
 // genFlowEvents returns flow events of ids 1 to 6, each id's in time
@@ -276,10 +282,8 @@ func genFlowSlices(r *rand.Rand, noX bool) ([]genEvent, [][4]int64, map[[2]int64
 // before any s), then s again, t, f with "bp":"e" and, once an s is
 // bound, f binding to the next slice, on any thread, in a slice or
 // between, at odd times (no ties with slice events) or, one time in
-// four, at the E of a B/E pair where no slice of its thread begins (a
-// slice's begin at the ts of a flow event is a tie trace_processor
-// takes in file order, the tables not: see docs/analysis.md).
-func genFlowEvents(r *rand.Rand, spans [][4]int64, begins map[[2]int64]bool) []genEvent {
+// four, at the E of a B/E pair or the begin of a slice.
+func genFlowEvents(r *rand.Rand, spans [][4]int64) []genEvent {
 	var evs []genEvent
 	for id := 1; id <= 6; id++ {
 		ts := 2*r.Int64N(50) + 1
@@ -298,8 +302,13 @@ func genFlowEvents(r *rand.Rand, spans [][4]int64, begins map[[2]int64]bool) []g
 				// from there: not followed (see docs/analysis.md).
 				ph = "f"
 			}
-			if sp := spans[r.IntN(len(spans))]; k > 0 && ph != "fn" && r.IntN(4) == 0 && sp[3] == 1 && sp[1] >= ts && !begins[[2]int64{sp[2], sp[1]}] {
-				ts, tid = sp[1], sp[2] // at an E
+			if sp := spans[r.IntN(len(spans))]; k > 0 && r.IntN(4) == 0 {
+				switch {
+				case ph != "fn" && sp[3] == 1 && sp[1] >= ts && r.IntN(2) == 0:
+					ts, tid = sp[1], sp[2] // at an E
+				case sp[0] >= ts:
+					ts, tid = sp[0], sp[2] // at a begin
+				}
 			}
 			bp := ""
 			switch ph {
@@ -313,25 +322,6 @@ func genFlowEvents(r *rand.Rand, spans [][4]int64, begins map[[2]int64]bool) []g
 		}
 	}
 	return evs
-}
-
-// TestFlowAtBeginDiffersFromTraceProcessor holds the difference
-// docs/analysis.md states: a flow event written before a B of its ts
-// binds in the B here, under it in trace_processor, which takes the two
-// in file order (an X it takes first, as the tables do).
-func TestFlowAtBeginDiffersFromTraceProcessor(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "begin.json")
-	require.NoError(t, os.WriteFile(path, []byte(`[
-{"name":"p","ph":"X","ts":0,"dur":100,"pid":1,"tid":1},
-{"name":"q","ph":"X","ts":0,"dur":100,"pid":1,"tid":2},
-{"name":"fl","cat":"c","ph":"s","id":1,"ts":10,"pid":1,"tid":1},
-{"name":"a","ph":"B","ts":10,"pid":1,"tid":1},
-{"name":"a","ph":"E","ts":20,"pid":1,"tid":1},
-{"name":"fl","cat":"c","ph":"f","bp":"e","id":1,"ts":30,"pid":1,"tid":2}
-]`), 0o644))
-	r, _ := build(t, 0, path)
-	require.Equal(t, [][]string{{"q", "0", "a", "10000"}}, arrows(r))
-	require.Equal(t, [][]string{{"p", "0", "q", "0"}}, perfettoArrows(t, path))
 }
 
 // flowCounter is a Sink that notes, at each arrow, how many flows its

@@ -48,7 +48,7 @@ type node struct {
 	be       bool  // a B/E (or b/e) pair, which its E pops off Perfetto's stack
 	clean    bool  // a B that began on a stack of clean B events alone: see cleanStart
 	anchored bool  // roots were written in it while it was open: see anchorOf
-	tied     bool  // a B/E pair whose E came after a flow event at its ts: see tieEnd
+	ties     ties  // flow events read before its begin or its E, at their ts: see tieAt
 	inDepth  int32 // a clean B's depth, as the roots written in it were written
 	row      Slice
 	args     string // row.Args, set when it is written
@@ -56,13 +56,22 @@ type node struct {
 }
 
 // popped reports whether the B/E pair n is off trace_processor's stack
-// for a flow event at ts: after its E, or at it (at one ts, its sort
-// takes the E events first in a file with X events), but for a pair of
-// no duration (ended where it began), or if tie and the E came after
-// the flow event in a file with no X event before it (n.tied), which it
-// takes in file order.
-func (n *node) popped(ts int64, tie bool) bool {
-	return n.end < ts || n.end == ts && n.end > n.row.TS && !(tie && n.tied)
+// for a flow event at ts with ties pt: after its E, or at it (at one ts,
+// its sort takes the E events first in a file with X events), but for a
+// pair of no duration (ended where it began), or if the E came after the
+// flow event in a file with no X event before it, which it takes in file
+// order (see tieAt).
+func (n *node) popped(ts int64, pt ties) bool {
+	return n.end < ts || n.end == ts && n.end > n.row.TS && pt&n.ties&tieEnd == 0
+}
+
+// begun reports whether n is on trace_processor's stack, or was, for a
+// flow event at ts with ties pt: it began before ts, or at it, but for
+// a slice that its sort takes in file order with the flow events of its
+// ts (a B, an instant, an X of no duration) read after the flow event
+// (see tieAt).
+func (n *node) begun(ts int64, pt ties) bool {
+	return n.row.TS < ts || n.row.TS == ts && pt&n.ties&tieBegin == 0
 }
 
 // before reports whether a sorts before b: by start, the longer first.
@@ -359,12 +368,16 @@ func (t *track) anchorOf(r *node) (*node, int32) {
 // else the innermost B open at ts; none (id 0) if none. ok is false if that B is
 // not clean: the roots around ts were written short of it, and its
 // track is nested again (see anchorOf).
-func (t *track) gapTop(ts, prevEnd int64, stale sliceRef, tie bool) (top sliceRef, ok bool) {
+func (t *track) gapTop(ts, prevEnd int64, stale sliceRef, pt ties) (top sliceRef, ok bool) {
 	var b *node
-	if k := t.openBefore(ts); k > 0 {
+	k := t.openBefore(ts)
+	for k > 0 && !t.open[k-1].begun(ts, pt) {
+		k--
+	}
+	if k > 0 {
 		b = t.open[k-1]
 	}
-	if w := t.endedAround(ts, tie); w != nil && (b == nil || w.row.TS > b.row.TS) {
+	if w := t.endedAround(ts, pt); w != nil && (b == nil || w.row.TS > b.row.TS) {
 		b = w
 	}
 	if b == nil {
@@ -383,16 +396,19 @@ func (t *track) gapTop(ts, prevEnd int64, stale sliceRef, tie bool) (top sliceRe
 // written yet, that roots were written in while it was open (a late
 // flow event in it, before or between those, binds as if it were still
 // open), or nil. Roots waiting are sorted by start and do not overlap.
-func (t *track) endedAround(ts int64, tie bool) *node {
+func (t *track) endedAround(ts int64, pt ties) *node {
 	var in *node
 	list := t.roots
 	for {
 		i := sort.Search(len(list), func(i int) bool { return list[i].row.TS > ts })
+		for i > 0 && !list[i-1].begun(ts, pt) {
+			i--
+		}
 		if i == 0 {
 			return in
 		}
 		n := list[i-1]
-		if n.end < ts || n.be && n.popped(ts, tie) {
+		if n.end < ts || n.be && n.popped(ts, pt) {
 			return in
 		}
 		if n.anchored {

@@ -290,7 +290,7 @@ func (t *track) recall(ts int64, next bool) (sliceRef, recalled) {
 		if i > 0 {
 			prevEnd, stale = t.hist[roots[i-1]].end, t.histStale(roots[i-1])
 		}
-		switch top, ok := t.gapTop(ts, prevEnd, stale, false); {
+		switch top, ok := t.gapTop(ts, prevEnd, stale, 0); {
 		case !ok:
 			return sliceRef{}, unsure
 		case top.id != 0:
@@ -386,7 +386,7 @@ func (t *track) waitingAfter(ts int64) int64 {
 		first = t.roots[i].row.TS
 	}
 	if i > 0 {
-		if n := nextAfter(t.roots[i-1], ts); n != nil {
+		if n := nextAfter(t.roots[i-1], ts, 0); n != nil {
 			first = min(first, n.row.TS)
 		}
 	}
