@@ -324,6 +324,45 @@ func genFlowEvents(r *rand.Rand, spans [][4]int64) []genEvent {
 	return evs
 }
 
+// TestFlowsDifferFromTraceProcessor holds the differences
+// docs/analysis.md states, each against trace_processor's arrows: a
+// file's first X written late, out of time order, after which
+// trace_processor sorts the E at a flow event's ts first (the tables
+// bound the flow event in file order, as they read); an f to the next
+// slice of a flow no s started, which trace_processor draws from the
+// slice with id 0.
+func TestFlowsDifferFromTraceProcessor(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		events    string
+		got, want [][]string
+	}{
+		{"first X late", `[
+{"name":"p","ph":"B","ts":0,"pid":1,"tid":1},
+{"name":"q","ph":"B","ts":0,"pid":1,"tid":2},
+{"name":"a","ph":"B","ts":10,"pid":1,"tid":1},
+{"name":"fl","cat":"c","ph":"s","id":1,"ts":20,"pid":1,"tid":1},
+{"name":"a","ph":"E","ts":20,"pid":1,"tid":1},
+{"name":"fl","cat":"c","ph":"f","bp":"e","id":1,"ts":30,"pid":1,"tid":2},
+{"name":"z","ph":"X","ts":5,"dur":1,"pid":1,"tid":9},
+{"name":"q","ph":"E","ts":100,"pid":1,"tid":2},
+{"name":"p","ph":"E","ts":100,"pid":1,"tid":1}
+]`, [][]string{{"q", "0", "a", "10000"}}, [][]string{{"p", "0", "q", "0"}}},
+		{"next slice, no start", `[
+{"name":"p","ph":"X","ts":0,"dur":100,"pid":1,"tid":1},
+{"name":"q","ph":"X","ts":0,"dur":100,"pid":1,"tid":2},
+{"name":"fl","cat":"c","ph":"f","id":1,"ts":10,"pid":1,"tid":2},
+{"name":"b","ph":"X","ts":20,"dur":5,"pid":1,"tid":2}
+]`, [][]string{}, [][]string{{"p", "0", "b", "20000"}}},
+	} {
+		path := filepath.Join(t.TempDir(), "flows.json")
+		require.NoError(t, os.WriteFile(path, []byte(c.events), 0o644))
+		r, _ := build(t, 0, path)
+		require.Equal(t, c.got, arrows(r), c.name)
+		require.Equal(t, c.want, perfettoArrows(t, path), c.name)
+	}
+}
+
 // flowCounter is a Sink that notes, at each arrow, how many flows its
 // Builder keeps.
 type flowCounter struct {
