@@ -73,31 +73,23 @@ type flowPoint struct {
 	slice sliceRef // the slice it is bound to, once bound
 }
 
-// sortTS returns where p comes in trace_processor's order: at its ts,
+// order returns where p comes in trace_processor's order: at its ts,
 // but for an f bound to the next slice, which it takes when that slice
-// begins (from the flow's last slice then).
-func (p *flowPoint) sortTS() int64 {
+// begins (from the flow's last slice then), before the flow events of
+// that ts (rank 0), as a writer writes them.
+func (p *flowPoint) order() (ts int64, rank int) {
 	if p.next && p.slice.id != 0 {
-		return p.slice.ts
+		return p.slice.ts, 0
 	}
-	return p.ts
+	return p.ts, 1
 }
 
-// afterSlice orders the flow events at one sortTS: the slice that an f
-// binds to begins before flow events at its ts, as a writer writes them.
-func (p *flowPoint) afterSlice() int {
-	if p.next && p.slice.id != 0 {
-		return 0
-	}
-	return 1
-}
-
-// A flowState is where a flow's events written left it: its last slice,
-// if it started, and the ts of its last event (math.MinInt64 before).
+// A flowState is where a flow's events written left it: its last slice
+// (none, id 0, before it started), and the ts of its last event
+// (math.MinInt64 before).
 type flowState struct {
-	last    sliceRef
-	ts      int64
-	started bool
+	last sliceRef
+	ts   int64
 }
 
 // maxWrittenFlows bounds the flows kept once all their events are
@@ -198,7 +190,7 @@ func (b *Builder) bindFlows(t *track, r *node) error {
 	keep := pts[:0]
 	for i, p := range pts {
 		switch {
-		case p.ts > r.end || p.ts == r.end && r.end > r.row.TS && !(r.be && !r.popped(p.ts, p.ties)):
+		case p.ts > r.end || p.ts == r.end && r.endsBefore(p.ts, p.ties):
 			// After r: for the roots to come.
 			keep = append(keep, pts[i:]...)
 			clear(pts[len(keep):])
@@ -351,22 +343,25 @@ func (b *Builder) dropWrittenFlows() {
 func (b *Builder) flushChain(c *flowChain) error {
 	pts := c.points
 	slices.SortStableFunc(pts, func(x, y *flowPoint) int {
-		return cmp.Or(cmp.Compare(x.sortTS(), y.sortTS()), cmp.Compare(x.afterSlice(), y.afterSlice()))
+		xts, xr := x.order()
+		yts, yr := y.order()
+		return cmp.Or(cmp.Compare(xts, yts), cmp.Compare(xr, yr))
 	})
 	st := &c.state
 	for _, p := range pts {
-		if p.sortTS() < st.ts {
+		ts, _ := p.order()
+		if ts < st.ts {
 			// After an event of its id written before, in time:
 			// trace_processor takes it before that.
 			b.Report.LateFlows++
 		}
-		st.ts = max(st.ts, p.sortTS())
+		st.ts = max(st.ts, ts)
 		switch {
 		case p.slice.id == 0:
 			continue // flow_no_enclosing_slice: it draws nothing
-		case !st.started:
+		case st.last.id == 0:
 			if p.ph == 's' {
-				st.last, st.started = p.slice, true
+				st.last = p.slice
 			}
 			continue // a t or f before the start draws nothing
 		case p.ph == 's':

@@ -166,6 +166,13 @@ func TestFlowEventsMatchTraceProcessor(t *testing.T) {
 		{"s then E", []string{b("p", 0, 1), b("q", 0, 2), b("a", 10, 1), fl("s", 20, 1), e("a", 20, 1), fl("f", 30, 2), e("q", 100, 2), e("p", 100, 1)}},
 		{"E then s", []string{b("p", 0, 1), b("q", 0, 2), b("a", 10, 1), e("a", 20, 1), fl("s", 20, 1), fl("f", 30, 2), e("q", 100, 2), e("p", 100, 1)}},
 		{"X, s then E", []string{x("z", 0, 1, 9), b("p", 0, 1), b("q", 0, 2), b("a", 10, 1), fl("s", 20, 1), e("a", 20, 1), fl("f", 30, 2), e("q", 100, 2), e("p", 100, 1)}},
+		{"s then E, a root", []string{b("q", 0, 2), b("a", 10, 1), fl("s", 20, 1), e("a", 20, 1), fl("f", 30, 2), e("q", 100, 2)}},
+		// An f to the next slice is taken as that slice begins, before
+		// a t of its ts.
+		{"next then a step at its slice's ts", []string{x("a", 0, 5, 1), fl("s", 1, 1), x("c", 15, 10, 3), fl("fn", 10, 2), x("b", 20, 5, 2), fl("t", 20, 3)}},
+		// With InOpen, c is written in the B events open: the s, read
+		// before a began, binds to p.
+		{"s then B, written in it", []string{b("p", 0, 1), x("q", 0, 100, 2), fl("s", 10, 1), b("a", 10, 1), x("c", 12, 2, 1), x("d", 15, 1, 1), fl("f", 30, 2), e("a", 50, 1), e("p", 60, 1)}},
 		{"dropped X, s then E", []string{`{"name":"z","ph":"X","ts":0,"pid":1,"tid":9}`, b("p", 0, 1), b("q", 0, 2), b("a", 10, 1), fl("s", 20, 1), e("a", 20, 1), fl("f", 30, 2), e("q", 100, 2), e("p", 100, 1)}},
 		// A flow event at a slice's begin: in file order but for an X
 		// with a duration, which trace_processor takes first.
@@ -181,8 +188,11 @@ func TestFlowEventsMatchTraceProcessor(t *testing.T) {
 		require.NoError(t, os.WriteFile(path, []byte("[\n"+strings.Join(c.evs, ",\n")+"\n]\n"), 0o644))
 		want := perfettoArrows(t, path)
 		require.NotEmpty(t, want, c.name)
-		r, _ := build(t, 0, path)
-		require.Equal(t, want, arrows(r), c.name)
+		for _, inOpen := range []bool{false, true} {
+			r, rep := buildInOpen(t, 0, inOpen, path)
+			require.Empty(t, rep.Late, c.name)
+			require.Equal(t, want, arrows(r), "%s, InOpen %v", c.name, inOpen)
+		}
 	}
 
 	seed := rand.Uint64()
@@ -224,6 +234,12 @@ func TestFlowEventsMatchTraceProcessor(t *testing.T) {
 			writeEvents(t, path, v.evs)
 			want := perfettoArrows(t, path)
 			got, rep := build(t, 0, path)
+			// With InOpen (tracer sql), slices are written in the B
+			// events open: the same arrows where no track is nested
+			// again.
+			if gotIn, repIn := buildInOpen(t, 0, true, path); repIn.LateFlows == 0 && len(repIn.Late) == 0 {
+				require.Equal(t, want, arrows(gotIn), "seed %d round %d %s, InOpen", seed, round, v.name)
+			}
 			if rep.LateFlows > 0 {
 				// Counted: they may bind elsewhere.
 				require.NotContains(t, []string{"in-time", "flows-first"}, v.name, "seed %d round %d: flow events at their time are never late", seed, round)

@@ -65,6 +65,17 @@ func (n *node) popped(ts int64, pt ties) bool {
 	return n.end < ts || n.end == ts && n.end > n.row.TS && pt&n.ties&tieEnd == 0
 }
 
+// endsBefore reports whether a flow event at the end of the root n,
+// with ties pt, binds as one after it (see bindFlows): at an X, which
+// what it left on the stack still holds (staleTop), or at a B/E pair
+// popped there; not at a slice of no duration, which it may enter.
+func (n *node) endsBefore(ts int64, pt ties) bool {
+	if n.be {
+		return n.popped(ts, pt)
+	}
+	return n.end > n.row.TS
+}
+
 // begun reports whether n is on trace_processor's stack, or was, for a
 // flow event at ts with ties pt: it began before ts, or at it, but for
 // a slice that its sort takes in file order with the flow events of its
