@@ -200,7 +200,7 @@ func (b *Builder) bindFlows(t *track, r *node) error {
 			if p.next {
 				t.nexts--
 				n := r
-				if o := t.nextOpen(p.ts, r.row.TS); o != nil {
+				if o := t.nextOpen(p.ts, r.row.TS, p.ties); o != nil {
 					n = o
 				}
 				if err := b.bind(p, n); err != nil {

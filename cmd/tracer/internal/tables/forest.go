@@ -429,11 +429,16 @@ func (t *track) endedAround(ts int64, pt ties) *node {
 	}
 }
 
-// nextOpen returns the first B open that began after ts and before
-// before, or nil: the next slice to begin after ts, before the root
-// written next.
-func (t *track) nextOpen(ts, before int64) *node {
-	if k := t.openBefore(ts); k < len(t.open) && t.open[k].row.TS < before {
+// nextOpen returns the first B open that began after ts (or at it,
+// after a flow event with ties pt: see node.begun) and before before,
+// or nil: the next slice to begin after ts, before the root written
+// next.
+func (t *track) nextOpen(ts, before int64, pt ties) *node {
+	k := t.openBefore(ts)
+	for k > 0 && !t.open[k-1].begun(ts, pt) {
+		k--
+	}
+	if k < len(t.open) && t.open[k].row.TS < before {
 		return t.open[k]
 	}
 	return nil

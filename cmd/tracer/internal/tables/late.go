@@ -371,7 +371,7 @@ func (t *track) histNext(r int32, ts int64) int32 {
 // slices are written (see anchorOf).
 func (t *track) nextOf(ts int64, n int32) (sliceRef, recalled) {
 	start := t.hist[n].start
-	if t.nextOpen(ts, start) != nil || t.waitingAfter(ts) < start {
+	if t.nextOpen(ts, start, 0) != nil || t.waitingAfter(ts) < start {
 		return sliceRef{}, inTime
 	}
 	return t.hist[n].ref(), bound
