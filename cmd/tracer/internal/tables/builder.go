@@ -105,7 +105,7 @@ type Builder struct {
 	async        map[string]*track
 	named        map[string]*track // instants of a process or of the trace
 	counters     map[string]counterTrack
-	fileX        bool // an X event came in the file being read (see tieAt)
+	fileX        bool // an X event came in the file being read (see Ties)
 	flows        map[string]*flowChain
 	writtenFlows int         // flows in flows with all their events written
 	binds        []bindPoint // slices with a bind_id: see flow.go
@@ -310,7 +310,7 @@ func (b *Builder) Add(e *tracefile.Event) error {
 	ts := e.TS + b.offset
 	switch ph {
 	case 'X':
-		b.fileX = true // even one dropped: see tieAt
+		b.fileX = true // even one dropped: see Ties
 		if !e.HasDur || e.Dur < 0 {
 			return nil
 		}
@@ -319,7 +319,7 @@ func (b *Builder) Add(e *tracefile.Event) error {
 		b.bindFlow(e, n, e.Dur)
 		th.t.xSeen = true
 		if e.Dur == 0 {
-			tieAt(th.t, ts, tieBegin, n)
+			n.tieBegin = th.t.flowsRead
 		}
 		return b.place(th.t, n, false)
 	case 'B':
@@ -329,7 +329,7 @@ func (b *Builder) Add(e *tracefile.Event) error {
 		}
 		n := b.node(e, ts, -1, th)
 		n.be = true
-		tieAt(th.t, ts, tieBegin, n)
+		n.tieBegin = th.t.flowsRead
 		b.bindFlow(e, n, 0)
 		th.t.seeStart(ts)
 		if n.clean = b.InOpen && th.t.cleanStart(ts); n.clean {
@@ -353,7 +353,9 @@ func (b *Builder) Add(e *tracefile.Event) error {
 		}
 		n := t.open[i]
 		if !b.fileX {
-			tieAt(t, ts, tieEnd, t.open[i:]...)
+			for _, o := range t.open[i:] {
+				o.tieEnd = t.flowsRead
+			}
 		}
 		cut := slices.Clone(t.open[i+1:])
 		clear(t.open[i:])
@@ -386,7 +388,7 @@ func (b *Builder) Add(e *tracefile.Event) error {
 			t.xSeen = true
 		}
 		n := b.nodeOn(e, ts, 0, t, utid, upid)
-		tieAt(t, ts, tieBegin, n)
+		n.tieBegin = t.flowsRead
 		return b.place(t, n, false)
 	case 'b', 'n', 'e':
 		return b.asyncEvent(e, ph, ts)

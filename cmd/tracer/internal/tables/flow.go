@@ -69,7 +69,7 @@ type flowPoint struct {
 	ts    int64
 	ph    byte     // 's', 't' or 'f'
 	next  bool     // binds to the next slice, not the enclosing one
-	ties  ties     // read before slice events of its ts (see tieAt)
+	seq   uint32   // its place among its track's flow events: see Ties
 	slice sliceRef // the slice it is bound to, once bound
 }
 
@@ -116,7 +116,8 @@ func (b *Builder) flowEvent(e *tracefile.Event, ph byte, ts int64) error {
 	} else if len(c.points) == 0 {
 		b.writtenFlows-- // written, and back
 	}
-	p := &flowPoint{chain: c, ts: ts, ph: ph, next: ph == 'f' && string(e.BP.Raw) != "e"}
+	t.flowsRead++
+	p := &flowPoint{chain: c, ts: ts, ph: ph, seq: t.flowsRead, next: ph == 'f' && string(e.BP.Raw) != "e"}
 	c.points = append(c.points, p)
 	c.waiting++
 	if ph == 'f' {
@@ -142,37 +143,23 @@ func (b *Builder) flowEvent(e *tracefile.Event, ph byte, ts int64) error {
 	return nil
 }
 
-// ties are the slice events of a flow event's ts that came after it in
-// the file (on a flow event), or after a flow event of their ts (on a
-// slice), where trace_processor takes them in file order: a B, an
-// instant or an X of no duration at its begin (its sort takes an X
-// with a duration first), an E in a file with no X event so far (its
-// sort takes the E events of a ts first once it saw one).
-type ties uint8
+// Ties.
+//
+// At one ts, trace_processor's sort takes an X with a duration before
+// the other events, and E events first once the file had an X event;
+// the rest (a B, an instant, an X of no duration; an E in a file with
+// no X so far) it takes in file order with the flow events of that ts.
+// So a track counts the flow events read on it (track.flowsRead), a
+// flow event keeps its count (flowPoint.seq, from 1), and a slice event
+// taken in file order keeps the count when it came (node.tieBegin,
+// node.tieEnd; 0 for one taken first): it comes before a flow event of
+// its ts if its count is lower (see node.begun, node.popped). Where a
+// file's first X comes later in it, out of time order, trace_processor
+// sorts the E events before it again: not followed.
 
-const (
-	tieBegin ties = 1 << iota // the slice began after the flow event
-	tieEnd                    // the B/E pair ended after the flow event
-)
-
-// tieAt notes, as slice events at ts of kind k come (a begin, or E
-// events that end the B events of ns), that the flow events of t at ts
-// waiting came before them in the file (see node.begun, node.popped).
-// (Where a file's first X event comes later in it, out of time order,
-// trace_processor sorts the E events before it again: not followed.)
-func tieAt(t *track, ts int64, k ties, ns ...*node) {
-	i := sort.Search(len(t.points), func(i int) bool { return t.points[i].ts >= ts })
-	tied := false
-	for ; i < len(t.points) && t.points[i].ts == ts; i++ {
-		t.points[i].ties |= k
-		tied = true
-	}
-	if tied {
-		for _, n := range ns {
-			n.ties |= k
-		}
-	}
-}
+// afterAll is the seq of a flow event read after every slice event of
+// its ts (a late one).
+const afterAll = math.MaxUint32
 
 // bindFlows binds the flow events of t that come before the end of the
 // root r, about to be written, as trace_processor does: to the slice on
@@ -190,23 +177,23 @@ func (b *Builder) bindFlows(t *track, r *node) error {
 	keep := pts[:0]
 	for i, p := range pts {
 		switch {
-		case p.ts > r.end || p.ts == r.end && r.endsBefore(p.ts, p.ties):
+		case p.ts > r.end || p.ts == r.end && r.endsBefore(p.ts, p.seq):
 			// After r: for the roots to come.
 			keep = append(keep, pts[i:]...)
 			clear(pts[len(keep):])
 			t.points = keep
 			return nil
-		case !r.begun(p.ts, p.ties):
+		case !r.begun(p.ts, p.seq):
 			if p.next {
 				t.nexts--
 				n := r
-				if o := t.nextOpen(p.ts, r.row.TS, p.ties); o != nil {
+				if o := t.nextOpen(p.ts, r.row.TS, p.seq); o != nil {
 					n = o
 				}
 				if err := b.bind(p, n); err != nil {
 					return err
 				}
-			} else if top, _ := t.gapTop(p.ts, t.staled, t.stale, p.ties); top.id != 0 {
+			} else if top, _ := t.gapTop(p.ts, t.staled, t.stale, p.seq); top.id != 0 {
 				if err := b.bindSlice(p, top); err != nil {
 					return err
 				}
@@ -214,7 +201,7 @@ func (b *Builder) bindFlows(t *track, r *node) error {
 				return err
 			}
 		case p.next:
-			if n := nextAfter(r, p.ts, p.ties); n != nil {
+			if n := nextAfter(r, p.ts, p.seq); n != nil {
 				t.nexts--
 				if err := b.bind(p, n); err != nil {
 					return err
@@ -223,7 +210,7 @@ func (b *Builder) bindFlows(t *track, r *node) error {
 				keep = append(keep, p) // the next root's
 			}
 		default:
-			if err := b.bindSlice(p, t.topAt(r, p.ts, p.ties)); err != nil {
+			if err := b.bindSlice(p, t.topAt(r, p.ts, p.seq)); err != nil {
 				return err
 			}
 		}
@@ -236,16 +223,16 @@ func (b *Builder) bindFlows(t *track, r *node) error {
 // topAt returns the slice of r's subtree on top of
 // trace_processor's stack at ts, in r: the last slice begun at or before
 // ts, going down (node.begun), but not into a B/E pair popped at ts
-// (node.popped; pt is the flow event's ties: see tieAt); in a B
+// (node.popped; seq is the flow event's: see Ties); in a B
 // whose first children were written while it was open, and ended
 // before ts, what they left on top. Children are in start order: found
 // by a binary search, as a slice may have thousands (a Chromium
 // task's).
-func (t *track) topAt(r *node, ts int64, pt ties) sliceRef {
+func (t *track) topAt(r *node, ts int64, seq uint32) sliceRef {
 	n := r
 	for {
 		i := sort.Search(len(n.children), func(i int) bool { return n.children[i].row.TS > ts })
-		for i > 0 && !n.children[i-1].begun(ts, pt) {
+		for i > 0 && !n.children[i-1].begun(ts, seq) {
 			i--
 		}
 		if i == 0 {
@@ -255,7 +242,7 @@ func (t *track) topAt(r *node, ts int64, pt ties) sliceRef {
 			return refOf(n)
 		}
 		c := n.children[i-1]
-		if c.be && c.popped(ts, pt) {
+		if c.be && c.popped(ts, seq) {
 			return refOf(n)
 		}
 		n = c
@@ -263,17 +250,17 @@ func (t *track) topAt(r *node, ts int64, pt ties) sliceRef {
 }
 
 // nextAfter returns the first slice of r's subtree, in start order, that
-// begins after ts (or at it, after a flow event with ties pt: see
-// node.begun), or nil.
-func nextAfter(r *node, ts int64, pt ties) *node {
-	if !r.begun(ts, pt) {
+// begins after ts (or at it, after the flow event seq: see node.begun),
+// or nil.
+func nextAfter(r *node, ts int64, seq uint32) *node {
+	if !r.begun(ts, seq) {
 		return r
 	}
 	for _, c := range r.children {
 		if c.end < ts && c.row.TS <= ts {
 			continue
 		}
-		if n := nextAfter(c, ts, pt); n != nil {
+		if n := nextAfter(c, ts, seq); n != nil {
 			return n
 		}
 	}

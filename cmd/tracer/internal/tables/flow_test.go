@@ -149,6 +149,9 @@ func TestFlowEventsMatchTraceProcessor(t *testing.T) {
 		}
 		return fmt.Sprintf(`{"name":"fl","cat":"c","ph":%q,%s"id":1,"ts":%d,"pid":1,"tid":%d}`, ph, bp, ts, tid)
 	}
+	fl2 := func(ph string, ts, tid int) string { // another flow
+		return strings.Replace(fl(ph, ts, tid), `"id":1`, `"id":2`, 1)
+	}
 	for _, c := range []struct {
 		name string
 		evs  []string
@@ -185,6 +188,13 @@ func TestFlowEventsMatchTraceProcessor(t *testing.T) {
 		// With InOpen, c is written in b, still open: the f, read
 		// before b began, binds to b, not to c.
 		{"f to the next, then B, written in it", []string{x("q", 0, 100, 2), x("a", 5, 2, 2), fl("s", 6, 2), fl("fn", 10, 1), b("b", 10, 1), x("c", 12, 4, 1), x("c2", 13, 1, 1), x("d", 17, 1, 1), e("b", 20, 1)}},
+		// Two flow events between the slice events of their ts: each
+		// is before those after it in the file, not all of its ts.
+		{"s, E, s, E", []string{b("p", 0, 1), b("q", 0, 2), b("a", 10, 1), fl("s", 20, 1), e("a", 20, 1), fl2("s", 20, 1), e("p", 20, 1), fl("f", 30, 2), fl2("f", 30, 2), e("q", 100, 2)}},
+		{"s, B, s, B", []string{x("p", 0, 100, 1), x("q", 0, 100, 2), fl("s", 10, 1), b("a", 10, 1), fl2("s", 10, 1), b("c", 10, 1), e("c", 15, 1), e("a", 20, 1), fl("f", 30, 2), fl2("f", 30, 2)}},
+		// With InOpen, c is written in p, still open; the s, read
+		// after p ended (not written yet), at p's begin, binds to p.
+		{"late s at a B's begin, written in it", []string{x("q", 0, 100, 2), b("p", 10, 1), x("c", 12, 4, 1), x("c2", 13, 1, 1), x("d", 17, 1, 1), e("p", 20, 1), fl("s", 10, 1), fl("f", 30, 2)}},
 		{"X, s then nested E", []string{x("z", 0, 1, 9), b("p", 0, 1), b("q", 0, 2), b("a", 10, 1), b("c", 15, 1), fl("s", 20, 1), e("c", 20, 1), e("a", 20, 1), fl("f", 30, 2), e("q", 100, 2), e("p", 100, 1)}},
 	} {
 		path := filepath.Join(dir, strings.ReplaceAll(c.name, " ", "-")+".json")

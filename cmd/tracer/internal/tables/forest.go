@@ -40,49 +40,50 @@ import (
 
 // A node is a slice waiting for its depth. The fields the forest reads
 // of a node placed long ago (end, size, and row's TS) come first, in
-// one cache line: a node is 168 bytes, most of them cold by the time it
+// one cache line: a node is 176 bytes, most of them cold by the time it
 // is written.
 type node struct {
-	end      int64 // math.MaxInt64 for a B never ended
-	size     int   // slices in its subtree, itself included
-	be       bool  // a B/E (or b/e) pair, which its E pops off Perfetto's stack
-	clean    bool  // a B that began on a stack of clean B events alone: see cleanStart
-	anchored bool  // roots were written in it while it was open: see anchorOf
-	ties     ties  // flow events read before its begin or its E, at their ts: see tieAt
-	inDepth  int32 // a clean B's depth, as the roots written in it were written
+	end      int64  // math.MaxInt64 for a B never ended
+	size     int    // slices in its subtree, itself included
+	be       bool   // a B/E (or b/e) pair, which its E pops off Perfetto's stack
+	clean    bool   // a B that began on a stack of clean B events alone: see cleanStart
+	anchored bool   // roots were written in it while it was open: see anchorOf
+	inDepth  int32  // a clean B's depth, as the roots written in it were written
+	tieBegin uint32 // flow events of its track read before its begin, or 0: see Ties
+	tieEnd   uint32 // the same, before its E
 	row      Slice
 	args     string // row.Args, set when it is written
 	children []*node
 }
 
 // popped reports whether the B/E pair n is off trace_processor's stack
-// for a flow event at ts with ties pt: after its E, or at it (at one ts,
-// its sort takes the E events first in a file with X events), but for a
-// pair of no duration (ended where it began), or if the E came after the
-// flow event in a file with no X event before it, which it takes in file
-// order (see tieAt).
-func (n *node) popped(ts int64, pt ties) bool {
-	return n.end < ts || n.end == ts && n.end > n.row.TS && pt&n.ties&tieEnd == 0
+// for the flow event seq at ts: after its E, or at it (at one ts, its
+// sort takes the E events first in a file with X events), but for a
+// pair of no duration (ended where it began), or if the E came after
+// the flow event in a file with no X event before it, which it takes in
+// file order (see Ties).
+func (n *node) popped(ts int64, seq uint32) bool {
+	return n.end < ts || n.end == ts && n.end > n.row.TS && n.tieEnd < seq
 }
 
-// endsBefore reports whether a flow event at the end of the root n,
-// with ties pt, binds as one after it (see bindFlows): at an X, which
-// what it left on the stack still holds (staleTop), or at a B/E pair
-// popped there; not at a slice of no duration, which it may enter.
-func (n *node) endsBefore(ts int64, pt ties) bool {
+// endsBefore reports whether the flow event seq at the end of the root
+// n binds as one after it (see bindFlows): at an X, which what it left
+// on the stack still holds (staleTop), or at a B/E pair popped there;
+// not at a slice of no duration, which it may enter.
+func (n *node) endsBefore(ts int64, seq uint32) bool {
 	if n.be {
-		return n.popped(ts, pt)
+		return n.popped(ts, seq)
 	}
 	return n.end > n.row.TS
 }
 
-// begun reports whether n is on trace_processor's stack, or was, for a
-// flow event at ts with ties pt: it began before ts, or at it, but for
-// a slice that its sort takes in file order with the flow events of its
+// begun reports whether n is on trace_processor's stack, or was, for
+// the flow event seq at ts: it began before ts, or at it, but for a
+// slice that its sort takes in file order with the flow events of its
 // ts (a B, an instant, an X of no duration) read after the flow event
-// (see tieAt).
-func (n *node) begun(ts int64, pt ties) bool {
-	return n.row.TS < ts || n.row.TS == ts && pt&n.ties&tieBegin == 0
+// (see Ties).
+func (n *node) begun(ts int64, seq uint32) bool {
+	return n.row.TS < ts || n.row.TS == ts && n.tieBegin < seq
 }
 
 // before reports whether a sorts before b: by start, the longer first.
@@ -225,10 +226,11 @@ type track struct {
 	anchored bool    // roots were written inside B events open (see anchorOf)
 	path     []*node // from a root down to the slice placed last (see place)
 
-	points []*flowPoint // flow events waiting for their slice, by ts
-	nexts  int          // of which bind to the next slice
-	stale  sliceRef     // the slice on top of Perfetto's stack after the last root written, if any
-	staled int64        // the end of that root
+	points    []*flowPoint // flow events waiting for their slice, by ts
+	flowsRead uint32       // flow events read (see Ties)
+	nexts     int          // of which bind to the next slice
+	stale     sliceRef     // the slice on top of Perfetto's stack after the last root written, if any
+	staled    int64        // the end of that root
 	// By the id of a B written in while open (anchored), not written
 	// yet itself: what the last root written in it left on top of the
 	// stack (see staleTop). A map, not a field of every node: few
@@ -379,16 +381,16 @@ func (t *track) anchorOf(r *node) (*node, int32) {
 // else the innermost B open at ts; none (id 0) if none. ok is false if that B is
 // not clean: the roots around ts were written short of it, and its
 // track is nested again (see anchorOf).
-func (t *track) gapTop(ts, prevEnd int64, stale sliceRef, pt ties) (top sliceRef, ok bool) {
+func (t *track) gapTop(ts, prevEnd int64, stale sliceRef, seq uint32) (top sliceRef, ok bool) {
 	var b *node
 	k := t.openBefore(ts)
-	for k > 0 && !t.open[k-1].begun(ts, pt) {
+	for k > 0 && !t.open[k-1].begun(ts, seq) {
 		k--
 	}
 	if k > 0 {
 		b = t.open[k-1]
 	}
-	if w := t.endedAround(ts, pt); w != nil && (b == nil || w.row.TS > b.row.TS) {
+	if w := t.endedAround(ts, seq); w != nil && (b == nil || w.row.TS > b.row.TS) {
 		b = w
 	}
 	if b == nil {
@@ -407,19 +409,19 @@ func (t *track) gapTop(ts, prevEnd int64, stale sliceRef, pt ties) (top sliceRef
 // written yet, that roots were written in while it was open (a late
 // flow event in it, before or between those, binds as if it were still
 // open), or nil. Roots waiting are sorted by start and do not overlap.
-func (t *track) endedAround(ts int64, pt ties) *node {
+func (t *track) endedAround(ts int64, seq uint32) *node {
 	var in *node
 	list := t.roots
 	for {
 		i := sort.Search(len(list), func(i int) bool { return list[i].row.TS > ts })
-		for i > 0 && !list[i-1].begun(ts, pt) {
+		for i > 0 && !list[i-1].begun(ts, seq) {
 			i--
 		}
 		if i == 0 {
 			return in
 		}
 		n := list[i-1]
-		if n.end < ts || n.be && n.popped(ts, pt) {
+		if n.end < ts || n.be && n.popped(ts, seq) {
 			return in
 		}
 		if n.anchored {
@@ -430,12 +432,12 @@ func (t *track) endedAround(ts int64, pt ties) *node {
 }
 
 // nextOpen returns the first B open that began after ts (or at it,
-// after a flow event with ties pt: see node.begun) and before before,
+// after the flow event seq: see node.begun) and before before,
 // or nil: the next slice to begin after ts, before the root written
 // next.
-func (t *track) nextOpen(ts, before int64, pt ties) *node {
+func (t *track) nextOpen(ts, before int64, seq uint32) *node {
 	k := t.openBefore(ts)
-	for k > 0 && !t.open[k-1].begun(ts, pt) {
+	for k > 0 && !t.open[k-1].begun(ts, seq) {
 		k--
 	}
 	if k < len(t.open) && t.open[k].row.TS < before {

@@ -290,7 +290,7 @@ func (t *track) recall(ts int64, next bool) (sliceRef, recalled) {
 		if i > 0 {
 			prevEnd, stale = t.hist[roots[i-1]].end, t.histStale(roots[i-1])
 		}
-		switch top, ok := t.gapTop(ts, prevEnd, stale, 0); {
+		switch top, ok := t.gapTop(ts, prevEnd, stale, afterAll); {
 		case !ok:
 			return sliceRef{}, unsure
 		case top.id != 0:
@@ -371,7 +371,7 @@ func (t *track) histNext(r int32, ts int64) int32 {
 // slices are written (see anchorOf).
 func (t *track) nextOf(ts int64, n int32) (sliceRef, recalled) {
 	start := t.hist[n].start
-	if t.nextOpen(ts, start, 0) != nil || t.waitingAfter(ts) < start {
+	if t.nextOpen(ts, start, afterAll) != nil || t.waitingAfter(ts) < start {
 		return sliceRef{}, inTime
 	}
 	return t.hist[n].ref(), bound
@@ -386,7 +386,7 @@ func (t *track) waitingAfter(ts int64) int64 {
 		first = t.roots[i].row.TS
 	}
 	if i > 0 {
-		if n := nextAfter(t.roots[i-1], ts, 0); n != nil {
+		if n := nextAfter(t.roots[i-1], ts, afterAll); n != nil {
 			first = min(first, n.row.TS)
 		}
 	}
