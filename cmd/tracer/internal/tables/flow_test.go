@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sort"
 	"strings"
 	"testing"
 
@@ -195,6 +196,15 @@ func TestFlowEventsMatchTraceProcessor(t *testing.T) {
 		// With InOpen, c is written in p, still open; the s, read
 		// after p ended (not written yet), at p's begin, binds to p.
 		{"late s at a B's begin, written in it", []string{x("q", 0, 100, 2), b("p", 10, 1), x("c", 12, 4, 1), x("c2", 13, 1, 1), x("d", 17, 1, 1), e("p", 20, 1), fl("s", 10, 1), fl("f", 30, 2)}},
+		// With InOpen, c is written in d, open; w, which holds d, is
+		// not written when the s, late, comes before d began.
+		{"late s in a B holding one written in", []string{x("q", 0, 100, 2), b("w", 10, 1), b("d", 14, 1), x("c", 16, 4, 1), x("c2", 17, 1, 1), x("e", 22, 1, 1), e("d", 30, 1), e("w", 40, 1), fl("s", 12, 1), fl("f", 50, 2)}},
+		// With InOpen, r1 is written in a, open, which m holds; n is
+		// written before the s, late, comes in r2.
+		{"late s after one written in a B held", []string{x("q", 0, 100, 2), b("n", 10, 1), b("m", 12, 1), b("a", 14, 1), b("r1", 16, 1), e("r1", 20, 1), b("r2", 22, 1), e("r2", 28, 1), e("a", 30, 1), e("m", 35, 1), e("n", 40, 1), b("z", 50, 1), e("z", 51, 1), b("z2", 52, 1), e("z2", 53, 1), fl("s", 25, 1), fl("f", 60, 2)}},
+		// Two B/E pairs of one span: the first B is the outer, though
+		// its E comes last.
+		{"one span, two pairs", []string{x("q", 0, 100, 2), b("p", 10, 1), b("c", 10, 1), fl("s", 12, 1), e("c", 20, 1), e("p", 20, 1), fl("f", 30, 2)}},
 		{"X, s then nested E", []string{x("z", 0, 1, 9), b("p", 0, 1), b("q", 0, 2), b("a", 10, 1), b("c", 15, 1), fl("s", 20, 1), e("c", 20, 1), e("a", 20, 1), fl("f", 30, 2), e("q", 100, 2), e("p", 100, 1)}},
 	} {
 		path := filepath.Join(dir, strings.ReplaceAll(c.name, " ", "-")+".json")
@@ -222,7 +232,8 @@ func TestFlowEventsMatchTraceProcessor(t *testing.T) {
 		// A third of the rounds have no X event: trace_processor takes
 		// a flow event and an E at one ts in file order there, the E
 		// first in the others.
-		slicesEvs, spans := genFlowSlices(r, round%3 == 2)
+		// Half of them have slices that share a begin or an end.
+		slicesEvs, spans := genFlowSlices(r, round%3 == 2, round%4 >= 2)
 		flowEvs := genFlowEvents(r, spans)
 		byTime := func(flowsFirst bool) []genEvent {
 			evs := slices.Concat(slicesEvs, flowEvs)
@@ -232,6 +243,15 @@ func TestFlowEventsMatchTraceProcessor(t *testing.T) {
 			slices.SortStableFunc(evs, func(a, b genEvent) int { return cmp.Compare(a.ts, b.ts) })
 			return evs
 		}
+		// In time, each flow event at a random place among the slice
+		// events of its ts.
+		mixed := slices.Clone(slicesEvs)
+		slices.SortStableFunc(mixed, func(a, b genEvent) int { return cmp.Compare(a.ts, b.ts) })
+		for _, f := range flowEvs {
+			lo := sort.Search(len(mixed), func(i int) bool { return mixed[i].ts >= f.ts })
+			hi := sort.Search(len(mixed), func(i int) bool { return mixed[i].ts > f.ts })
+			mixed = slices.Insert(mixed, lo+r.IntN(hi-lo+1), f)
+		}
 		shuffled := slices.Clone(flowEvs)
 		r.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
 		for _, v := range []struct {
@@ -240,6 +260,7 @@ func TestFlowEventsMatchTraceProcessor(t *testing.T) {
 		}{
 			{"in-time", byTime(false)},
 			{"flows-first", byTime(true)},
+			{"mixed", mixed},
 			{"at-end", slices.Concat(slicesEvs, flowEvs)},
 			{"no-order", slices.Concat(slicesEvs, shuffled)},
 		} {
@@ -255,7 +276,7 @@ func TestFlowEventsMatchTraceProcessor(t *testing.T) {
 			}
 			if rep.LateFlows > 0 {
 				// Counted: they may bind elsewhere.
-				require.NotContains(t, []string{"in-time", "flows-first"}, v.name, "seed %d round %d: flow events at their time are never late", seed, round)
+				require.NotContains(t, []string{"in-time", "flows-first", "mixed"}, v.name, "seed %d round %d: flow events at their time are never late", seed, round)
 				continue
 			}
 			exact[v.name]++
@@ -264,42 +285,61 @@ func TestFlowEventsMatchTraceProcessor(t *testing.T) {
 	}
 	t.Logf("files of 12 without late flow events, their arrows trace_processor's: %v", exact)
 	require.Equal(t, 12, exact["flows-first"])
+	require.Equal(t, 12, exact["mixed"])
 	require.GreaterOrEqual(t, exact["at-end"], 4, "flow events after their slices are compared")
 }
 
 // genFlowSlices returns nested X and B/E slices (only B/E if noX) on
 // threads 1 to 3, at even times, and their spans (start, end, thread, 1
-// for a B/E pair).
-func genFlowSlices(r *rand.Rand, noX bool) ([]genEvent, [][4]int64) {
+// for a B/E pair). With edges, a child may begin at its parent's begin
+// and end at its end (then of its parent's kind: trace_processor's sort
+// would take an X child before its B parent), so that several slice
+// events share a ts.
+func genFlowSlices(r *rand.Rand, noX, edges bool) ([]genEvent, [][4]int64) {
 	var evs []genEvent
 	var spans [][4]int64
 	for tid := int64(1); tid <= 3; tid++ {
-		var grow func(s, e int64, depth int)
-		grow = func(s, e int64, depth int) {
+		var grow func(s, e int64, depth int, kind int64)
+		grow = func(s, e int64, depth int, kind int64) {
 			name := fmt.Sprintf("s%d", r.IntN(4))
-			be := int64(0)
-			if noX || r.IntN(3) == 0 {
-				be = 1
-				evs = append(evs,
-					genEvent{s, fmt.Sprintf(`{"name":%q,"ph":"B","ts":%d,"pid":1,"tid":%d}`, name, s, tid)},
-					genEvent{e, fmt.Sprintf(`{"name":%q,"ph":"E","ts":%d,"pid":1,"tid":%d}`, name, e, tid)})
+			be := kind
+			if be < 0 {
+				be = 0
+				if noX || r.IntN(3) == 0 {
+					be = 1
+				}
+			}
+			if be == 1 {
+				evs = append(evs, genEvent{s, fmt.Sprintf(`{"name":%q,"ph":"B","ts":%d,"pid":1,"tid":%d}`, name, s, tid)})
+				// After its children's, for those that end with it.
+				defer func() {
+					evs = append(evs, genEvent{e, fmt.Sprintf(`{"name":%q,"ph":"E","ts":%d,"pid":1,"tid":%d}`, name, e, tid)})
+				}()
 			} else {
 				evs = append(evs, genEvent{s, fmt.Sprintf(`{"name":%q,"ph":"X","ts":%d,"dur":%d,"pid":1,"tid":%d}`, name, s, e-s, tid)})
 			}
 			spans = append(spans, [4]int64{s, e, tid, be})
-			for at := s + 2; depth < 3 && at < e-4; {
+			at := s + 2
+			if edges && r.IntN(3) == 0 {
+				at = s
+			}
+			for depth < 3 && at < e-4 {
 				cs := at + 2*r.Int64N(max(1, (e-at)/6))
 				ce := cs + 2 + 2*r.Int64N(max(1, (e-cs)/2))
-				if ce >= e {
+				if ce > e || ce == e && !(edges && r.IntN(2) == 0) {
 					break
 				}
-				grow(cs, ce, depth+1)
+				kind := int64(-1)
+				if cs == s || ce == e {
+					kind = be
+				}
+				grow(cs, ce, depth+1, kind)
 				at = ce + 2*r.Int64N(3)
 			}
 		}
 		for at := 2 * r.Int64N(10); at < 600; {
 			end := at + 2 + 2*r.Int64N(60)
-			grow(at, end, 0)
+			grow(at, end, 0, -1)
 			at = end + 2*r.Int64N(8)
 		}
 	}

@@ -86,17 +86,33 @@ func (n *node) begun(ts int64, seq uint32) bool {
 	return n.row.TS < ts || n.row.TS == ts && n.tieBegin < seq
 }
 
-// before reports whether a sorts before b: by start, the longer first.
+// before reports whether a sorts before b: by start, the longer first,
+// and of two with the same start and end the one outer (see outer).
 func before(a, b *node) bool {
-	return a.row.TS < b.row.TS || a.row.TS == b.row.TS && a.end > b.end
+	return a.row.TS < b.row.TS || a.row.TS == b.row.TS && (a.end > b.end || a.end == b.end && outer(a, b))
 }
 
 // contains reports whether p encloses c as trace_processor's stack
 // nests them: c begins inside p (a slice beginning where p ends is not
-// p's child) and ends in it; two slices of no duration at one time nest,
-// the later in the sort in the earlier.
+// p's child) and ends in it; of two with the same start and end (two
+// slices of no duration at one time too), the one outer.
 func contains(p, c *node) bool {
+	if p.row.TS == c.row.TS && p.end == c.end {
+		return outer(p, c)
+	}
 	return p.row.TS <= c.row.TS && c.end <= p.end && (c.row.TS < p.end || p.row.TS == p.end && c.row.TS == c.end)
+}
+
+// outer reports whether a encloses b, of two slices with the same start
+// and end, as trace_processor's sort takes their begins: an X with a
+// duration before the rest, then in file order (a node's id is its
+// place in the file: a B/E pair's, its B's).
+func outer(a, b *node) bool {
+	ax, bx := !a.be && a.end > a.row.TS, !b.be && b.end > b.row.TS
+	if ax != bx {
+		return ax
+	}
+	return a.row.ID < b.row.ID
 }
 
 // search returns where n goes in list, sorted by start: the first node
@@ -405,10 +421,13 @@ func (t *track) gapTop(ts, prevEnd int64, stale sliceRef, seq uint32) (top slice
 	return refOf(b), true
 }
 
-// endedAround returns the innermost B that holds ts, ended and not
-// written yet, that roots were written in while it was open (a late
-// flow event in it, before or between those, binds as if it were still
-// open), or nil. Roots waiting are sorted by start and do not overlap.
+// endedAround returns the innermost slice that holds ts, ended and not
+// written yet, or nil: a B that roots were written in while it was
+// open, or that holds one that they were (a late flow event in it,
+// before or between those, binds as if it were still open). A slice
+// waiting that holds a time before a root written holds such a B: roots
+// are written in start order but for those. Roots waiting are sorted by
+// start and do not overlap.
 func (t *track) endedAround(ts int64, seq uint32) *node {
 	var in *node
 	list := t.roots
@@ -424,9 +443,7 @@ func (t *track) endedAround(ts int64, seq uint32) *node {
 		if n.end < ts || n.be && n.popped(ts, seq) {
 			return in
 		}
-		if n.anchored {
-			in = n
-		}
+		in = n
 		list = n.children
 	}
 }

@@ -127,11 +127,10 @@ func (t *track) histSlice(n *node, i int, depth int32, first []int32) {
 			kids = append(kids, kid{pre: first[j]})
 			j++
 		}
+		// Those that begin in c were written in it, or in a B it holds.
 		k := j
-		if c.anchored {
-			for k < len(first) && t.hist[first[k]].start <= c.end {
-				k++
-			}
+		for k < len(first) && t.hist[first[k]].start <= c.end {
+			k++
 		}
 		kids = append(kids, kid{pre: -1, c: c, first: first[j:k]})
 		j = k
