@@ -25,7 +25,11 @@ import (
 // again once every row is in, as the Builder nests them: by start, the
 // longer first, file order last (ids are in file order), each slice in
 // the innermost one that holds it (a slice beginning where another ends
-// is not inside it; two of no duration at one time nest). That takes a
+// is not inside it; two of no duration at one time nest). (At one start,
+// the Builder also takes an X before a B of the same extent, and a slice
+// of no duration before a B it came before in the file, as
+// trace_processor's sort does; a row does not say whether it was an X
+// or a B, so on a track nested again those ties may nest otherwise.) That takes a
 // sort of the track's rows in DuckDB and a stack as deep as the nesting,
 // in any order of the file and whatever the distance to the late slice:
 // so MaxPending bounds the memory of tracer sql without costing it

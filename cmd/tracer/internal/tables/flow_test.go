@@ -205,15 +205,23 @@ func TestFlowEventsMatchTraceProcessor(t *testing.T) {
 		// Two B/E pairs of one span: the first B is the outer, though
 		// its E comes last.
 		{"one span, two pairs", []string{x("q", 0, 100, 2), b("p", 10, 1), b("c", 10, 1), fl("s", 12, 1), e("c", 20, 1), e("p", 20, 1), fl("f", 30, 2)}},
+		// Slices of no duration at a B's begin: before it in the file,
+		// off the stack once it begins; after it, in it.
+		{"X of no dur, then B", []string{x("q", 0, 100, 2), x("z", 10, 0, 1), b("p", 10, 1), fl("s", 12, 1), e("p", 20, 1), fl("f", 30, 2)}},
+		{"instant, B, instant", []string{x("q", 0, 100, 2), b("a", 10, 1), `{"name":"i","ph":"i","ts":10,"pid":1,"tid":1}`, b("b", 10, 1), `{"name":"j","ph":"i","ts":10,"pid":1,"tid":1}`, fl("s", 11, 1), e("b", 20, 1), e("a", 30, 1), fl("f", 40, 2)}},
+		// Of one span, the X begins first, though written after.
+		{"B, then X of its span", []string{x("q", 0, 100, 2), b("p", 10, 1), x("c", 10, 10, 1), fl("s", 12, 1), e("p", 20, 1), fl("f", 30, 2)}},
 		{"X, s then nested E", []string{x("z", 0, 1, 9), b("p", 0, 1), b("q", 0, 2), b("a", 10, 1), b("c", 15, 1), fl("s", 20, 1), e("c", 20, 1), e("a", 20, 1), fl("f", 30, 2), e("q", 100, 2), e("p", 100, 1)}},
 	} {
 		path := filepath.Join(dir, strings.ReplaceAll(c.name, " ", "-")+".json")
 		require.NoError(t, os.WriteFile(path, []byte("[\n"+strings.Join(c.evs, ",\n")+"\n]\n"), 0o644))
 		want := perfettoArrows(t, path)
 		require.NotEmpty(t, want, c.name)
+		wantSlices := tracecheck.PerfettoSQL(t, path, sliceQuery)[1:]
 		for _, inOpen := range []bool{false, true} {
 			r, rep := buildInOpen(t, 0, inOpen, path)
 			require.Empty(t, rep.Late, c.name)
+			require.Equal(t, wantSlices, sliceKeys(r), "%s, InOpen %v: slices", c.name, inOpen)
 			require.Equal(t, want, arrows(r), "%s, InOpen %v", c.name, inOpen)
 		}
 	}
@@ -268,6 +276,9 @@ func TestFlowEventsMatchTraceProcessor(t *testing.T) {
 			writeEvents(t, path, v.evs)
 			want := perfettoArrows(t, path)
 			got, rep := build(t, 0, path)
+			if rep.Unsure == 0 && len(rep.Late) == 0 {
+				require.Equal(t, tracecheck.PerfettoSQL(t, path, sliceQuery)[1:], sliceKeys(got), "seed %d round %d %s: slices", seed, round, v.name)
+			}
 			// With InOpen (tracer sql), slices are written in the B
 			// events open: the same arrows where no track is nested
 			// again.
@@ -319,6 +330,16 @@ func genFlowSlices(r *rand.Rand, noX, edges bool) ([]genEvent, [][4]int64) {
 				evs = append(evs, genEvent{s, fmt.Sprintf(`{"name":%q,"ph":"X","ts":%d,"dur":%d,"pid":1,"tid":%d}`, name, s, e-s, tid)})
 			}
 			spans = append(spans, [4]int64{s, e, tid, be})
+			if edges && r.IntN(5) == 0 {
+				// An instant at its begin, in it.
+				evs = append(evs, genEvent{s, fmt.Sprintf(`{"name":"i%d","ph":"i","ts":%d,"pid":1,"tid":%d}`, r.IntN(2), s, tid)})
+			}
+			if edges && !noX && r.IntN(5) == 0 {
+				// An X of no duration at its end, after its children.
+				defer func() {
+					evs = append(evs, genEvent{e, fmt.Sprintf(`{"name":"z%d","ph":"X","ts":%d,"dur":0,"pid":1,"tid":%d}`, r.IntN(2), e, tid)})
+				}()
+			}
 			at := s + 2
 			if edges && r.IntN(3) == 0 {
 				at = s

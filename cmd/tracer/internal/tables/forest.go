@@ -86,30 +86,52 @@ func (n *node) begun(ts int64, seq uint32) bool {
 	return n.row.TS < ts || n.row.TS == ts && n.tieBegin < seq
 }
 
-// before reports whether a sorts before b: by start, the longer first,
-// and of two with the same start and end the one outer (see outer).
+// before reports whether a sorts before b: by start, the longer first;
+// at one start, of two with the same end, or one of no duration, the
+// one trace_processor's sort takes first (see beginsFirst).
 func before(a, b *node) bool {
-	return a.row.TS < b.row.TS || a.row.TS == b.row.TS && (a.end > b.end || a.end == b.end && outer(a, b))
+	if a.row.TS != b.row.TS {
+		return a.row.TS < b.row.TS
+	}
+	if a.end == b.end || byFileOrder(a, b) {
+		return beginsFirst(a, b)
+	}
+	return a.end > b.end
 }
 
 // contains reports whether p encloses c as trace_processor's stack
 // nests them: c begins inside p (a slice beginning where p ends is not
-// p's child) and ends in it; of two with the same start and end (two
-// slices of no duration at one time too), the one outer.
+// p's child) and ends in it; at p's start, a slice of its end, or one
+// of no duration, if p begins first in its sort (see beginsFirst): a
+// slice of no duration that begins before p is off the stack when p
+// begins.
 func contains(p, c *node) bool {
-	if p.row.TS == c.row.TS && p.end == c.end {
-		return outer(p, c)
+	if p.row.TS == c.row.TS && (p.end == c.end || byFileOrder(p, c)) {
+		return c.end <= p.end && beginsFirst(p, c)
 	}
 	return p.row.TS <= c.row.TS && c.end <= p.end && (c.row.TS < p.end || p.row.TS == p.end && c.row.TS == c.end)
 }
 
-// outer reports whether a encloses b, of two slices with the same start
-// and end, as trace_processor's sort takes their begins: an X with a
-// duration before the rest, then in file order (a node's id is its
-// place in the file: a B/E pair's, its B's).
-func outer(a, b *node) bool {
-	ax, bx := !a.be && a.end > a.row.TS, !b.be && b.end > b.row.TS
-	if ax != bx {
+// xDur reports whether n is an X event with a duration, which
+// trace_processor's sort takes first at its ts, the longer first.
+func xDur(n *node) bool { return !n.be && n.end > n.row.TS }
+
+// byFileOrder reports whether, of a and b at one start, with different
+// ends, trace_processor's sort takes the begins in file order: one has
+// no duration, and neither is an X with a duration. (Else the longer
+// begins first: an X with a duration before the rest, and two B events
+// whose ends differ only if the first one's is later, as its E would
+// cut the B in it.)
+func byFileOrder(a, b *node) bool {
+	return (a.end == a.row.TS || b.end == b.row.TS) && !xDur(a) && !xDur(b)
+}
+
+// beginsFirst reports whether trace_processor's sort takes a's begin
+// before b's, of two at one ts with the same end (or see byFileOrder):
+// an X with a duration before the rest, then in file order (a node's id
+// is its place in the file: a B/E pair's, its B's).
+func beginsFirst(a, b *node) bool {
+	if ax, bx := xDur(a), xDur(b); ax != bx {
 		return ax
 	}
 	return a.row.ID < b.row.ID
@@ -163,6 +185,9 @@ func insert(list []*node, n *node) ([]*node, *node) {
 		}
 		return list, in
 	}
+	if i > 0 {
+		takeLater(list[i-1], n)
+	}
 	j := i
 	for j < len(list) && contains(n, list[j]) {
 		n.size += list[j].size
@@ -178,6 +203,32 @@ func insert(list []*node, n *node) ([]*node, *node) {
 	k := copy(list[i+1:], list[j:])
 	clear(list[i+1+k:])
 	return list[:i+1+k], nil
+}
+
+// takeLater moves into n, about to be put after p at its start, the
+// slices of no duration at that start that p holds but that
+// trace_processor's sort takes after n's begin. Slices of no duration
+// at one time nest, each in the one before (see contains), when they
+// are placed; but a B between them in the sort, placed at its E, pops
+// the earlier ones: the later are its.
+func takeLater(p, n *node) {
+	if p.row.TS != n.row.TS || p.end != p.row.TS || n.end == n.row.TS {
+		return
+	}
+	for cur := p; len(cur.children) > 0; cur = cur.children[len(cur.children)-1] {
+		k := slices.IndexFunc(cur.children, func(c *node) bool { return beginsFirst(n, c) })
+		if k < 0 {
+			continue
+		}
+		moved := cur.children[k:]
+		for _, c := range moved {
+			n.size += c.size
+		}
+		n.children = append(slices.Clone(moved), n.children...)
+		clear(moved)
+		cur.children = cur.children[:k]
+		return
+	}
 }
 
 // place adds n to t's forest and returns the slice it is put in, or nil

@@ -46,7 +46,7 @@ func build(t *testing.T, maxPending int, paths ...string) (*rows, Report) {
 // sliceKey is what is compared with trace_processor's slice table: ids
 // differ, so a slice's parent is named by its name and ts.
 const sliceQuery = `SELECT s.ts, s.dur, s.name, s.depth, coalesce(p.name, ''), coalesce(p.ts, -1)
-FROM slice s LEFT JOIN slice p ON p.id = s.parent_id ORDER BY 1, 2, 3, 4;`
+FROM slice s LEFT JOIN slice p ON p.id = s.parent_id ORDER BY 1, 2, 3, 4, 5, 6;`
 
 func sliceKeys(r *rows) [][]string {
 	byID := map[int64]*Slice{}
@@ -63,8 +63,8 @@ func sliceKeys(r *rows) [][]string {
 		out = append(out, []string{fmt.Sprint(s.TS), fmt.Sprint(s.Dur), s.Name, fmt.Sprint(s.Depth), pname, fmt.Sprint(pts)})
 	}
 	slices.SortFunc(out, func(a, b []string) int {
-		for i := range 4 {
-			if c := compareCell(a[i], b[i], i != 2); c != 0 {
+		for i := range 6 {
+			if c := compareCell(a[i], b[i], i != 2 && i != 4); c != 0 {
 				return c
 			}
 		}
