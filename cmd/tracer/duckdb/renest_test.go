@@ -231,3 +231,58 @@ func TestRenestAsTheBuilderNests(t *testing.T) {
 		}
 	}
 }
+
+// TestRenestTiesDifferFromTraceProcessor holds the difference renest.go
+// states: a B and an X of one extent, the B written first, on a track
+// nested again. trace_processor's sort takes the X first, its outer, as
+// the Builder nests them when nothing is nested again; renest, which
+// cannot tell an X row from a B row, makes the first written the outer.
+func TestRenestTiesDifferFromTraceProcessor(t *testing.T) {
+	t.Parallel()
+	var b strings.Builder
+	b.WriteString("[\n")
+	for i := range 3000 {
+		fmt.Fprintf(&b, `{"name":"request","ph":"X","ts":%d,"dur":3,"pid":1,"tid":1},`+"\n", 10+4*i)
+	}
+	// The tie, then main's B, written late.
+	b.WriteString(`{"name":"p","ph":"B","ts":20000,"pid":1,"tid":1},` + "\n")
+	b.WriteString(`{"name":"c","ph":"X","ts":20000,"dur":10,"pid":1,"tid":1},` + "\n")
+	b.WriteString(`{"name":"p","ph":"E","ts":20010,"pid":1,"tid":1},` + "\n")
+	b.WriteString(`{"name":"main","ph":"B","ts":0,"pid":1,"tid":1},` + "\n")
+	b.WriteString(`{"name":"main","ph":"E","ts":30000,"pid":1,"tid":1}` + "\n]\n")
+	path := filepath.Join(t.TempDir(), "tie.json")
+	require.NoError(t, os.WriteFile(path, []byte(b.String()), 0o644))
+	want := tracecheck.PerfettoSQL(t, path, slicesQuery)
+
+	load := func(maxPending int) ([][]string, tables.Report) {
+		db, err := Open()
+		require.NoError(t, err)
+		defer db.Close()
+		db.MaxPending = maxPending
+		rep, err := db.Load([]string{path})
+		require.NoError(t, err)
+		var out bytes.Buffer
+		require.NoError(t, db.Query(&out, slicesQuery, FormatCSV))
+		got, err := csv.NewReader(&out).ReadAll()
+		require.NoError(t, err)
+		return got, rep
+	}
+	got, rep := load(0)
+	require.Empty(t, rep.Late, "the premise: every slice waits for main")
+	require.Equal(t, want, got, "the Builder nests the tie as trace_processor")
+
+	got, rep = load(64)
+	require.NotEmpty(t, rep.Late, "the premise: main comes after the slices it holds were written")
+	require.Len(t, got, len(want))
+	var differ []string
+	for i := range want {
+		if !slices.Equal(want[i], got[i]) {
+			differ = append(differ, fmt.Sprintf("%v, not %v", got[i], want[i]))
+		}
+	}
+	// The X's name is c, the B's p: both at ts 20000 for 10 µs.
+	require.Equal(t, []string{
+		"[20000000 10000 c 2 p 20000000], not [20000000 10000 c 1 main 0]",
+		"[20000000 10000 p 1 main 0], not [20000000 10000 p 2 c 20000000]",
+	}, differ)
+}
