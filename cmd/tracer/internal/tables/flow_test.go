@@ -126,9 +126,12 @@ func writeBindTrace(t *testing.T, dir string, seed uint64) string {
 // (s, t, f) against trace_processor's flow table: by hand, the shapes
 // where its arrows are not a chain in file order (an f in a slice begun
 // before the s's, two f events of one flow, an id started again after
-// its f, events written out of time order), and random files of nested
-// X and B/E slices on three threads with flow events of a few ids,
-// reused, at their time, all at the end or in no order.
+// its f, events written out of time order), ties at one ts, and random
+// files of nested X and B/E slices on three threads (sharing edges,
+// with instants and X events of no duration, in half of them) with
+// flow events of a few ids, reused, at their time (before, after or
+// among the slice events of their ts), all at the end or in no order;
+// and the slices of each file (depth and parent) as well.
 func TestFlowEventsMatchTraceProcessor(t *testing.T) {
 	dir := t.TempDir()
 	x := func(name string, ts, dur, tid int) string {
@@ -305,7 +308,8 @@ func TestFlowEventsMatchTraceProcessor(t *testing.T) {
 // for a B/E pair). With edges, a child may begin at its parent's begin
 // and end at its end (then of its parent's kind: trace_processor's sort
 // would take an X child before its B parent), so that several slice
-// events share a ts.
+// events share a ts, and slices have instants at their begin and (with
+// X events) X events of no duration at their end.
 func genFlowSlices(r *rand.Rand, noX, edges bool) ([]genEvent, [][4]int64) {
 	var evs []genEvent
 	var spans [][4]int64
