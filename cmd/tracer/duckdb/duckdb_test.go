@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gotracer/tracer/cmd/tracer/internal/tables"
 	"github.com/gotracer/tracer/internal/tracecheck"
 )
 
@@ -46,16 +47,25 @@ func exampleTraces(t *testing.T) []string {
 // first.
 func query(t *testing.T, paths []string, q string) [][]string {
 	t.Helper()
+	rows, _ := queryPending(t, paths, 0, q)
+	return rows
+}
+
+// queryPending is query with DB.MaxPending set to maxPending (0 for the
+// default), and the load's report.
+func queryPending(t *testing.T, paths []string, maxPending int, q string) ([][]string, tables.Report) {
+	t.Helper()
 	db, err := Open()
 	require.NoError(t, err)
 	defer db.Close()
-	_, err = db.Load(paths)
+	db.MaxPending = maxPending
+	rep, err := db.Load(paths)
 	require.NoError(t, err)
 	var out bytes.Buffer
 	require.NoError(t, db.Query(&out, q, FormatCSV))
 	rows, err := csv.NewReader(&out).ReadAll()
 	require.NoError(t, err)
-	return rows
+	return rows, rep
 }
 
 // The same SQL runs in trace_processor and in tracer sql: the slices,
@@ -63,7 +73,7 @@ func query(t *testing.T, paths []string, q string) [][]string {
 // totals per name.
 const (
 	slicesQuery = `SELECT s.ts, s.dur, s.name, s.depth, coalesce(p.name, '') AS parent, coalesce(p.ts, -1) AS parent_ts
-FROM slice s LEFT JOIN slice p ON p.id = s.parent_id ORDER BY s.ts, s.dur, s.name, s.depth, parent;`
+FROM slice s LEFT JOIN slice p ON p.id = s.parent_id ORDER BY s.ts, s.dur, s.name, s.depth, parent, parent_ts;`
 	totalsQuery = `SELECT name, count(*) AS n, sum(dur) AS total, max(depth) AS depth FROM slice GROUP BY name ORDER BY name;`
 )
 

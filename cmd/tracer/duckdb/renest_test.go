@@ -1,9 +1,7 @@
 package duckdb
 
 import (
-	"bytes"
 	"cmp"
-	"encoding/csv"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -15,7 +13,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/gotracer/tracer/cmd/tracer/internal/tables"
 	"github.com/gotracer/tracer/internal/tracecheck"
 )
 
@@ -85,12 +82,7 @@ func TestRenestMatchesTraceProcessor(t *testing.T) {
 			path := filepath.Join(dir, strings.ReplaceAll(name, " ", "_")+".json")
 			require.NoError(t, os.WriteFile(path, []byte(strings.TrimSuffix(b.String(), ",\n")+"\n]\n"), 0o644))
 
-			db, err := Open()
-			require.NoError(t, err)
-			defer db.Close()
-			db.MaxPending = 64
-			rep, err := db.Load([]string{path})
-			require.NoError(t, err)
+			got, rep := queryPending(t, []string{path}, 64, slicesQuery)
 			if name == "open B" {
 				// Written as children of the B still open, at once
 				// (tables.Builder.InOpen): nothing to nest again.
@@ -104,10 +96,6 @@ func TestRenestMatchesTraceProcessor(t *testing.T) {
 			} else {
 				assert.Empty(t, rep.Warnings())
 			}
-			var out bytes.Buffer
-			require.NoError(t, db.Query(&out, slicesQuery, FormatCSV))
-			got, err := csv.NewReader(&out).ReadAll()
-			require.NoError(t, err)
 			want := tracecheck.PerfettoSQL(t, path, slicesQuery)
 			require.Greater(t, len(want), 1)
 			require.Equal(t, want, got)
@@ -201,29 +189,17 @@ func TestRenestAsTheBuilderNests(t *testing.T) {
 		b.WriteString("\n]\n")
 		path := filepath.Join(dir, fmt.Sprintf("r%d.json", round))
 		require.NoError(t, os.WriteFile(path, []byte(b.String()), 0o644))
-		table := func(pending int) ([][]string, tables.Report) {
-			db, err := Open()
-			require.NoError(t, err)
-			defer db.Close()
-			db.MaxPending = pending
-			rep, err := db.Load([]string{path})
-			require.NoError(t, err)
-			// Every slice by its thread, ts, dur and name, with its
-			// depth and parent (ids are the same in both).
-			var out bytes.Buffer
-			require.NoError(t, db.Query(&out, `SELECT utid, ts, dur, name, depth, parent_id FROM slice ORDER BY ALL`, FormatCSV))
-			rows, err := csv.NewReader(&out).ReadAll()
-			require.NoError(t, err)
-			return rows, rep
-		}
-		whole, rep := table(1 << 20)
+		// Every slice by its thread, ts, dur and name, with its depth
+		// and parent (ids are the same in both).
+		const q = `SELECT utid, ts, dur, name, depth, parent_id FROM slice ORDER BY ALL`
+		whole, rep := queryPending(t, []string{path}, 1<<20, q)
 		if len(rep.Late) > 0 {
 			// A thread whose first slices were B/E pairs, in start
 			// order, written as they came: no reference to compare with.
 			continue
 		}
 		compared++
-		renested, rep := table(16)
+		renested, rep := queryPending(t, []string{path}, 16, q)
 		require.NotEmpty(t, rep.Late, "round %d: the premise", round)
 		require.Len(t, renested, len(whole), "round %d", round)
 		for i := range whole {
@@ -254,24 +230,11 @@ func TestRenestTiesDifferFromTraceProcessor(t *testing.T) {
 	require.NoError(t, os.WriteFile(path, []byte(b.String()), 0o644))
 	want := tracecheck.PerfettoSQL(t, path, slicesQuery)
 
-	load := func(maxPending int) ([][]string, tables.Report) {
-		db, err := Open()
-		require.NoError(t, err)
-		defer db.Close()
-		db.MaxPending = maxPending
-		rep, err := db.Load([]string{path})
-		require.NoError(t, err)
-		var out bytes.Buffer
-		require.NoError(t, db.Query(&out, slicesQuery, FormatCSV))
-		got, err := csv.NewReader(&out).ReadAll()
-		require.NoError(t, err)
-		return got, rep
-	}
-	got, rep := load(0)
+	got, rep := queryPending(t, []string{path}, 0, slicesQuery)
 	require.Empty(t, rep.Late, "the premise: every slice waits for main")
 	require.Equal(t, want, got, "the Builder nests the tie as trace_processor")
 
-	got, rep = load(64)
+	got, rep = queryPending(t, []string{path}, 64, slicesQuery)
 	require.NotEmpty(t, rep.Late, "the premise: main comes after the slices it holds were written")
 	require.Len(t, got, len(want))
 	var differ []string
